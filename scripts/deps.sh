@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian 12 packages libbert needs to build and test, if missing.
+set -e
+PKGS="build-essential autoconf automake libtool pkg-config libblis-dev libutf8proc-dev libcsv-dev libjansson-dev libcunit1-dev"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "installing:$missing" >&2
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
