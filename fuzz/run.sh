@@ -1,0 +1,19 @@
+#!/bin/sh
+# fuzz/run.sh TARGET [SECONDS] - builds fuzz/fuzz_TARGET.c with libFuzzer,
+# AddressSanitizer and UndefinedBehaviorSanitizer against the library sources
+# and runs it for SECONDS (default 600) on a copy of fuzz/corpus/TARGET.
+# Needs clang (apt-get install clang). Crashes land in /tmp/fuzz-TARGET/.
+set -e
+cd "$(dirname "$0")/.."
+t=${1:?usage: fuzz/run.sh TARGET [SECONDS]}
+secs=${2:-600}
+out=/tmp/fuzz-$t
+mkdir -p "$out/corpus"
+[ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$out/corpus/"
+srcs=$(ls libbert/*.c tokenizer/*.c 2>/dev/null)
+clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -Iinclude -I. $(pkg-config --cflags libutf8proc jansson) \
+    "fuzz/fuzz_$t.c" $srcs -o "$out/fuzz_$t" \
+    $(pkg-config --libs libutf8proc jansson) -lblis -lm -fopenmp
+cd "$out"
+./"fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/" corpus
