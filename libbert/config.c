@@ -1,0 +1,469 @@
+/* config.c - config.json (BERT / DistilBERT) into a bert_cfg, via jansson. */
+#include "libbert/config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libbert/internal.h"
+
+/* ---- typed getters -------------------------------------------------------- */
+
+static const char *json_kind(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* Integer key in [lo, hi]; absent -> def.  Returns status. */
+static int get_size(const json_t *root, const char *key, size_t def,
+                    size_t lo, size_t hi, size_t *v, const char *label,
+                    bert_error *err)
+{
+    const json_t *j = json_object_get(root, key);
+    if (!j) {
+        *v = def;
+        return BERT_OK;
+    }
+    if (!json_is_integer(j))
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: \"%s\" must be an integer, not %s", label, key,
+                         json_kind(j));
+    json_int_t x = json_integer_value(j);
+    if (x < 0 || (unsigned long long)x < lo || (unsigned long long)x > hi)
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: \"%s\" is %lld, outside the supported range "
+                         "[%zu, %zu]",
+                         label, key, (long long)x, lo, hi);
+    *v = (size_t)x;
+    return BERT_OK;
+}
+
+/* Number key (null allowed when nullable, giving def). */
+static int get_real(const json_t *root, const char *key, double def,
+                    int nullable, double *v, const char *label,
+                    bert_error *err)
+{
+    const json_t *j = json_object_get(root, key);
+    if (!j || (nullable && json_is_null(j))) {
+        *v = def;
+        return BERT_OK;
+    }
+    if (!json_is_number(j))
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: \"%s\" must be a number, not %s", label, key,
+                         json_kind(j));
+    *v = json_number_value(j);
+    return BERT_OK;
+}
+
+/* String key; absent (or null when nullable) -> NULL. */
+static int get_str(const json_t *root, const char *key, int nullable,
+                   const char **v, const char *label, bert_error *err)
+{
+    const json_t *j = json_object_get(root, key);
+    *v = NULL;
+    if (!j || (nullable && json_is_null(j)))
+        return BERT_OK;
+    if (!json_is_string(j))
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: \"%s\" must be a string, not %s", label, key,
+                         json_kind(j));
+    *v = json_string_value(j);
+    return BERT_OK;
+}
+
+/* ---- pieces --------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int distil;
+    bert_task task;
+} archs[] = {
+    {"BertModel", 0, BERT_TASK_BASE},
+    {"BertForSequenceClassification", 0, BERT_TASK_SEQUENCE},
+    {"BertForTokenClassification", 0, BERT_TASK_TOKEN},
+    {"BertForMaskedLM", 0, BERT_TASK_BASE},
+    {"BertForPreTraining", 0, BERT_TASK_BASE},
+    {"DistilBertModel", 1, BERT_TASK_BASE},
+    {"DistilBertForSequenceClassification", 1, BERT_TASK_SEQUENCE},
+    {"DistilBertForTokenClassification", 1, BERT_TASK_TOKEN},
+    {"DistilBertForMaskedLM", 1, BERT_TASK_BASE},
+};
+
+const char *bert__act_name(bert_activation a)
+{
+    switch (a) {
+    case BERT_ACT_GELU: return "gelu";
+    case BERT_ACT_GELU_TANH: return "gelu_new";
+    case BERT_ACT_RELU: return "relu";
+    }
+    return "?";
+}
+
+static int parse_act(const char *s, bert_activation *a)
+{
+    if (strcmp(s, "gelu") == 0)
+        *a = BERT_ACT_GELU;
+    else if (strcmp(s, "gelu_new") == 0 || strcmp(s, "gelu_pytorch_tanh") == 0)
+        *a = BERT_ACT_GELU_TANH;
+    else if (strcmp(s, "relu") == 0)
+        *a = BERT_ACT_RELU;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_labels(const json_t *root, bert_cfg *cfg, const char *label,
+                        bert_error *err)
+{
+    const json_t *j = json_object_get(root, "id2label");
+    size_t n;
+    int rc;
+
+    if (j && !json_is_null(j)) {
+        if (!json_is_object(j))
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: \"id2label\" must be an object, not %s",
+                             label, json_kind(j));
+        n = json_object_size(j);
+        if (n == 0 || n > BERT_CFG_MAX_LABELS)
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: \"id2label\" has %zu entries (need 1..%d)",
+                             label, n, BERT_CFG_MAX_LABELS);
+    } else {
+        rc = get_size(root, "num_labels", 2, 1, BERT_CFG_MAX_LABELS, &n, label,
+                      err);
+        if (rc)
+            return rc;
+        j = NULL;
+    }
+    cfg->labels = calloc(n, sizeof *cfg->labels);
+    if (!cfg->labels)
+        return bert__err(err, BERT_ENOMEM, "%s: out of memory", label);
+    cfg->pub.num_labels = n;
+    if (!j) {
+        for (size_t i = 0; i < n; i++) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "LABEL_%zu", i);
+            if (!(cfg->labels[i] = strdup(buf)))
+                return bert__err(err, BERT_ENOMEM, "%s: out of memory", label);
+        }
+        return BERT_OK;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)j, key, val)
+    {
+        char *end;
+        errno = 0;
+        long id = strtol(key, &end, 10);
+        if (!*key || *end || errno || id < 0 || (size_t)id >= n)
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: id2label key \"%.40s\" is not an id in "
+                             "0..%zu",
+                             label, key, n - 1);
+        if (!json_is_string(val))
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: id2label[\"%s\"] must be a string, not %s",
+                             label, key, json_kind(val));
+        if (cfg->labels[id])
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: id2label gives id %ld twice", label, id);
+        if (!(cfg->labels[id] = strdup(json_string_value(val))))
+            return bert__err(err, BERT_ENOMEM, "%s: out of memory", label);
+    }
+    return BERT_OK;
+}
+
+/* ---- main entry ----------------------------------------------------------- */
+
+static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
+                      bert_error *err)
+{
+    bert_config *c = &cfg->pub;
+    const char *mt, *s;
+    int rc;
+
+    if (!json_is_object(root))
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: top level must be a JSON object, not %s", label,
+                         json_kind(root));
+
+    /* model_type and architecture. */
+    if ((rc = get_str(root, "model_type", 0, &mt, label, err)))
+        return rc;
+    const json_t *ja = json_object_get(root, "architectures");
+    const char *arch = NULL;
+    if (ja && !json_is_null(ja)) {
+        if (!json_is_array(ja) || json_array_size(ja) == 0 ||
+            !json_is_string(json_array_get(ja, 0)))
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: \"architectures\" must be a non-empty array "
+                             "of strings",
+                             label);
+        arch = json_string_value(json_array_get(ja, 0));
+    }
+    int distil = -1;
+    c->task = BERT_TASK_BASE;
+    if (arch) {
+        size_t i;
+        for (i = 0; i < sizeof archs / sizeof archs[0]; i++)
+            if (strcmp(arch, archs[i].name) == 0)
+                break;
+        if (i == sizeof archs / sizeof archs[0])
+            return bert__err(err, BERT_EUNSUPPORTED,
+                             "%s: architecture \"%.60s\" is not supported; "
+                             "libbert runs BertModel, BertFor"
+                             "{Sequence,Token}Classification and the "
+                             "DistilBert equivalents (export the encoder "
+                             "with one of these heads)",
+                             label, arch);
+        distil = archs[i].distil;
+        c->task = archs[i].task;
+        snprintf(cfg->architecture, sizeof cfg->architecture, "%s", arch);
+    }
+    if (mt) {
+        int md;
+        if (strcmp(mt, "bert") == 0)
+            md = 0;
+        else if (strcmp(mt, "distilbert") == 0)
+            md = 1;
+        else
+            return bert__err(err, BERT_EUNSUPPORTED,
+                             "%s: model_type \"%.40s\" is not supported; "
+                             "libbert runs model_type \"bert\" and "
+                             "\"distilbert\" encoders",
+                             label, mt);
+        if (distil >= 0 && distil != md)
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: architecture \"%s\" contradicts model_type "
+                             "\"%s\"",
+                             label, arch, mt);
+        distil = md;
+    }
+    if (distil < 0)
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: neither \"model_type\" nor \"architectures\" "
+                         "says what model this is (expected model_type "
+                         "\"bert\" or \"distilbert\")",
+                         label);
+    c->is_distilbert = distil;
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s",
+             distil ? "distilbert" : "bert");
+    if (!arch)
+        snprintf(cfg->architecture, sizeof cfg->architecture, "%s",
+                 distil ? "DistilBertModel" : "BertModel");
+
+    /* Sizes (transformers' defaults when absent). */
+    const char *k_h = distil ? "dim" : "hidden_size";
+    const char *k_l = distil ? "n_layers" : "num_hidden_layers";
+    const char *k_nh = distil ? "n_heads" : "num_attention_heads";
+    const char *k_i = distil ? "hidden_dim" : "intermediate_size";
+    const char *k_act = distil ? "activation" : "hidden_act";
+    if ((rc = get_size(root, "vocab_size", 30522, 1, BERT_CFG_MAX_VOCAB,
+                       &c->vocab_size, label, err)) ||
+        (rc = get_size(root, k_h, 768, 1, BERT_CFG_MAX_HIDDEN, &c->hidden,
+                       label, err)) ||
+        (rc = get_size(root, k_l, distil ? 6 : 12, 1, BERT_CFG_MAX_LAYERS,
+                       &c->layers, label, err)) ||
+        (rc = get_size(root, k_nh, 12, 1, BERT_CFG_MAX_HIDDEN, &c->heads,
+                       label, err)) ||
+        (rc = get_size(root, k_i, 3072, 1, BERT_CFG_MAX_INTERMEDIATE,
+                       &c->intermediate, label, err)) ||
+        (rc = get_size(root, "max_position_embeddings", 512, 1,
+                       BERT_CFG_MAX_POSITION, &c->max_position, label, err)))
+        return rc;
+    if (c->hidden % c->heads != 0)
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: %s %zu is not a multiple of %s %zu", label, k_h,
+                         c->hidden, k_nh, c->heads);
+    if (distil) {
+        c->type_vocab = 0;
+    } else if ((rc = get_size(root, "type_vocab_size", 2, 1, BERT_CFG_MAX_TYPES,
+                              &c->type_vocab, label, err))) {
+        return rc;
+    }
+
+    if ((rc = get_str(root, k_act, 0, &s, label, err)))
+        return rc;
+    c->act = BERT_ACT_GELU;
+    if (s && parse_act(s, &c->act))
+        return bert__err(err, BERT_EUNSUPPORTED,
+                         "%s: %s \"%.40s\" is not supported (use gelu, "
+                         "gelu_new, gelu_pytorch_tanh or relu)",
+                         label, k_act, s);
+
+    double d;
+    if (distil) {
+        c->layer_norm_eps = 1e-12f; /* hard-coded in modeling_distilbert.py */
+        if ((rc = get_real(root, "dropout", 0.1, 0, &d, label, err)))
+            return rc;
+        c->hidden_dropout = (float)d;
+        if ((rc = get_real(root, "attention_dropout", 0.1, 0, &d, label, err)))
+            return rc;
+        c->attention_dropout = (float)d;
+        if ((rc = get_real(root, "seq_classif_dropout", 0.2, 0, &d, label,
+                           err)))
+            return rc;
+        c->classifier_dropout = (float)d;
+        const json_t *sp = json_object_get(root, "sinusoidal_pos_embds");
+        if (sp && !json_is_boolean(sp))
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: \"sinusoidal_pos_embds\" must be a boolean",
+                             label);
+        cfg->sinusoidal_pos = sp && json_is_true(sp);
+    } else {
+        if ((rc = get_str(root, "position_embedding_type", 1, &s, label, err)))
+            return rc;
+        if (s && strcmp(s, "absolute") != 0)
+            return bert__err(err, BERT_EUNSUPPORTED,
+                             "%s: position_embedding_type \"%.40s\" is not "
+                             "supported; libbert implements \"absolute\" "
+                             "position embeddings only",
+                             label, s);
+        if ((rc = get_real(root, "layer_norm_eps", 1e-12, 0, &d, label, err)))
+            return rc;
+        if (!(d > 0 && d < 1))
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: \"layer_norm_eps\" %g must be in (0, 1)",
+                             label, d);
+        c->layer_norm_eps = (float)d;
+        if ((rc = get_real(root, "hidden_dropout_prob", 0.1, 0, &d, label,
+                           err)))
+            return rc;
+        c->hidden_dropout = (float)d;
+        if ((rc = get_real(root, "attention_probs_dropout_prob", 0.1, 0, &d,
+                           label, err)))
+            return rc;
+        c->attention_dropout = (float)d;
+        if ((rc = get_real(root, "classifier_dropout", c->hidden_dropout, 1,
+                           &d, label, err)))
+            return rc;
+        c->classifier_dropout = (float)d;
+    }
+
+    /* problem_type */
+    if ((rc = get_str(root, "problem_type", 1, &s, label, err)))
+        return rc;
+    c->problem = BERT_PROBLEM_DEFAULT;
+    if (s) {
+        if (strcmp(s, "single_label_classification") == 0)
+            c->problem = BERT_PROBLEM_SINGLE_LABEL;
+        else if (strcmp(s, "multi_label_classification") == 0)
+            c->problem = BERT_PROBLEM_MULTI_LABEL;
+        else if (strcmp(s, "regression") == 0)
+            c->problem = BERT_PROBLEM_REGRESSION;
+        else
+            return bert__err(err, BERT_EFORMAT,
+                             "%s: unknown problem_type \"%.40s\"", label, s);
+    }
+
+    cfg->pad_token_id = -1;
+    const json_t *jp = json_object_get(root, "pad_token_id");
+    if (jp && !json_is_null(jp)) {
+        size_t p;
+        if ((rc = get_size(root, "pad_token_id", 0, 0, c->vocab_size - 1, &p,
+                           label, err)))
+            return rc;
+        cfg->pad_token_id = (int)p;
+    }
+
+    if (c->task != BERT_TASK_BASE) {
+        if ((rc = parse_labels(root, cfg, label, err)))
+            return rc;
+    } else {
+        c->num_labels = 0;
+    }
+    return BERT_OK;
+}
+
+int bert__config_parse(const char *json, size_t len, const char *label,
+                       bert_cfg *cfg, bert_error *err)
+{
+    json_error_t jerr;
+    memset(cfg, 0, sizeof *cfg);
+    if (!label)
+        label = "config.json";
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: invalid JSON at line %d column %d: %s", label,
+                         jerr.line, jerr.column, jerr.text);
+    int rc = parse_root(root, cfg, label, err);
+    json_decref(root);
+    if (rc != BERT_OK)
+        bert__config_free(cfg);
+    return rc;
+}
+
+int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return bert__err(err, e == ENOENT ? BERT_EMISSING : BERT_EIO,
+                         "%s: cannot open: %s", path, strerror(e));
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    int rc = BERT_OK;
+    while (buf) {
+        if (n == cap) {
+            if (cap >= (16u << 20)) {
+                rc = bert__err(err, BERT_ETOOLONG,
+                               "%s: larger than 16 MB, not a config.json",
+                               path);
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f))
+                rc = bert__err(err, BERT_EIO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return bert__err(err, BERT_ENOMEM, "%s: out of memory", path);
+    if (rc == BERT_OK)
+        rc = bert__config_parse(buf, n, path, cfg, err);
+    free(buf);
+    return rc;
+}
+
+void bert__config_free(bert_cfg *cfg)
+{
+    if (!cfg)
+        return;
+    if (cfg->labels) {
+        for (size_t i = 0; i < cfg->pub.num_labels; i++)
+            free(cfg->labels[i]);
+        free(cfg->labels);
+    }
+    memset(cfg, 0, sizeof *cfg);
+}

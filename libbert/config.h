@@ -1,0 +1,77 @@
+/*
+ * libbert/config.h - read a Hugging Face config.json (BERT or DistilBERT).
+ *
+ * Internal API (bert__config_*), usable by inference and training.
+ *
+ * Keys read:
+ *   BERT:       hidden_size, num_hidden_layers, num_attention_heads,
+ *               intermediate_size, hidden_act, max_position_embeddings,
+ *               type_vocab_size, layer_norm_eps, hidden_dropout_prob,
+ *               attention_probs_dropout_prob, classifier_dropout,
+ *               position_embedding_type (must be "absolute" or absent)
+ *   DistilBERT: dim, n_layers, n_heads, hidden_dim, activation, dropout,
+ *               attention_dropout, seq_classif_dropout; layer_norm_eps is
+ *               1e-12 (hard-coded in transformers), no token types
+ *   both:       architectures (first entry), model_type, vocab_size,
+ *               problem_type, num_labels, id2label, pad_token_id
+ * Task: from architectures[0] (Bert|DistilBert)(Model|ForSequenceClassification|
+ * ForTokenClassification); *ForMaskedLM / *ForPreTraining load as the base
+ * encoder.  Without architectures, model_type "bert"/"distilbert" gives the
+ * base model.
+ * Labels: id2label (keys "0".."n-1") when present, else num_labels names
+ * "LABEL_<i>"; sequence/token models default to 2 labels as transformers.
+ *
+ * Sanity bounds (checked before anything is allocated from these numbers):
+ *   1 <= layers <= 256, 1 <= hidden <= 65536, 1 <= heads <= hidden and
+ *   hidden % heads == 0, 1 <= intermediate <= 262144, 1 <= vocab <= 2^24,
+ *   1 <= max_position <= 65536, 0 <= type_vocab <= 1024 (BERT: >= 1),
+ *   num_labels <= 65536 (>= 1 for classification), 0 < eps < 1.
+ */
+#ifndef LIBBERT_CONFIG_H
+#define LIBBERT_CONFIG_H
+
+#include <stddef.h>
+
+#include "libbert/bert.h"
+
+#define BERT_CFG_MAX_LAYERS 256
+#define BERT_CFG_MAX_HIDDEN 65536
+#define BERT_CFG_MAX_INTERMEDIATE 262144
+#define BERT_CFG_MAX_VOCAB (1u << 24)
+#define BERT_CFG_MAX_POSITION 65536
+#define BERT_CFG_MAX_TYPES 1024
+#define BERT_CFG_MAX_LABELS 65536
+
+/* A parsed config.json: the public part plus what only the library needs. */
+typedef struct bert_cfg {
+    bert_config pub;          /* what bert_model_config() returns */
+    char architecture[96];    /* architectures[0], or "" */
+    char model_type[32];      /* "bert" or "distilbert" */
+    char **labels;            /* pub.num_labels names (owned), or NULL */
+    int pad_token_id;         /* -1 when absent */
+    int sinusoidal_pos;       /* DistilBERT sinusoidal_pos_embds (weights are
+                                 still stored, so it changes nothing here) */
+} bert_cfg;
+
+/* Parses `len` bytes of JSON at `json`.  `label` (e.g. the file path)
+ * prefixes messages.  Returns BERT_OK and fills *cfg (free with
+ * bert__config_free), or on failure leaves *cfg zeroed and returns
+ * BERT_EFORMAT (malformed JSON, wrong-typed or out-of-bounds value),
+ * BERT_EUNSUPPORTED (other model type / architecture / activation /
+ * position_embedding_type; the message says what is supported),
+ * BERT_ENOMEM. */
+int bert__config_parse(const char *json, size_t len, const char *label,
+                       bert_cfg *cfg, bert_error *err);
+
+/* Reads and parses the file `path` (at most 16 MB).  Missing file:
+ * BERT_EMISSING. */
+int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err);
+
+/* Frees the labels; zeroes *cfg.  NULL is a no-op. */
+void bert__config_free(bert_cfg *cfg);
+
+/* Name of an activation as config.json spells it ("gelu", "gelu_new",
+ * "relu"). */
+const char *bert__act_name(bert_activation a);
+
+#endif
