@@ -78,25 +78,44 @@ typedef struct bert_model_params {
 
 BERT_API bert_model_params bert_model_default_params(void);
 
-/* Loads a Hugging Face model directory: config.json, model.safetensors
- * (memory-mapped; F32 used in place, F16/BF16 converted once) and the
- * tokenizer files.  params NULL means defaults.  On failure returns a
- * negative status, sets *out = NULL and fills err (which names the file and
- * the problem). */
+/* Loads a Hugging Face model directory `dir`:
+ *  - config.json (BERT or DistilBERT; see bert_config),
+ *  - model.safetensors, memory-mapped read-only: F32 tensors are used in
+ *    place (no copy), F16/BF16 (and misaligned F32) converted once into a
+ *    buffer owned by the model; tensors the model does not use (a pooler in
+ *    a token-classification file, position_ids buffers) are ignored,
+ *  - the tokenizer files (bert_tokenizer_load) when params->load_tokenizer.
+ * params NULL means defaults.  Returns BERT_OK and the model in *out (free
+ * with bert_model_free), or a negative status with *out = NULL and err
+ * filled with a message naming the file and the problem:
+ *  BERT_EMISSING      config.json / model.safetensors / a tensor absent
+ *  BERT_EUNSUPPORTED  other model_type or architecture, hidden_act,
+ *                     position_embedding_type != "absolute", only
+ *                     pytorch_model.bin (convert it), sharded checkpoints,
+ *                     weight dtype other than F32/F16/BF16
+ *  BERT_EFORMAT       malformed JSON / safetensors, wrong-typed or absurd
+ *                     config values (checked before any allocation)
+ *  BERT_ESHAPE        a tensor's shape contradicts config.json
+ *  BERT_EIO, BERT_ENOMEM. */
 BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
                              bert_model **out, bert_error *err);
+/* Unmaps and frees everything; NULL is a no-op.  Sessions created from m
+ * must be freed first. */
 BERT_API void bert_model_free(bert_model *m);
 
 /* Borrowed; lives as long as m. */
 BERT_API const bert_config *bert_model_config(const bert_model *m);
 /* Borrowed label name from id2label ("LABEL_<i>" when absent); NULL if out
- * of range. */
+ * of range or for base models. */
 BERT_API const char *bert_model_label(const bert_model *m, int id);
 /* Borrowed tokenizer, or NULL when loaded without one. */
 BERT_API const bert_tokenizer *bert_model_tokenizer(const bert_model *m);
 /* Longest sequence the model accepts (max_position_embeddings, capped by the
  * tokenizer's model_max_length when that is smaller). */
 BERT_API size_t bert_model_max_length(const bert_model *m);
+/* 1 when bert_session_run can produce pooler_output (BertModel with a pooler,
+ * BertForSequenceClassification), else 0. */
+BERT_API int bert_model_has_pooler(const bert_model *m);
 
 /* ---- session ----------------------------------------------------------- */
 
@@ -106,15 +125,27 @@ typedef struct bert_session_params {
                                the arena grows if a run needs more */
 } bert_session_params;
 
+/* {n_threads 1, max_tokens 4096}. */
 BERT_API bert_session_params bert_session_default_params(void);
 
+/* Creates a session running m (borrowed: m must outlive the session).  The
+ * activation arena is allocated here for params->max_tokens packed tokens
+ * and reused by every run (a run that needs more grows it once; steady-state
+ * runs never allocate).  params NULL means defaults.  Returns BERT_OK and
+ * *out (free with bert_session_free), or BERT_EINVAL / BERT_ENOMEM with
+ * *out = NULL and err filled.  A session is used by one thread at a time;
+ * any number of sessions may share m. */
 BERT_API int bert_session_create(const bert_model *m,
                                  const bert_session_params *params,
                                  bert_session **out, bert_error *err);
+/* NULL is a no-op. */
 BERT_API void bert_session_free(bert_session *s);
 /* Detail of the session's last failure ("" if none).  Borrowed; overwritten
  * by the next call on s. */
 BERT_API const char *bert_session_errmsg(const bert_session *s);
+/* Sets the number of threads of this session's matrix products (BLIS
+ * per-call runtime; BLIS's global setting is never touched).  n_threads < 1
+ * gives BERT_EINVAL. */
 BERT_API int bert_session_set_threads(bert_session *s, int n_threads);
 
 /* ---- forward pass ------------------------------------------------------ */
@@ -138,10 +169,14 @@ typedef struct bert_outputs {
     float *hidden;
 } bert_outputs;
 
-/* Runs the encoder and heads on `batch` sequences.  Each sequence must have
- * 1 <= n <= bert_model_max_length(m) and ids in range, else BERT_EINVAL with
- * the detail in bert_session_errmsg.  Results equal running each sequence
- * alone. */
+/* Runs the encoder and heads on `batch` >= 1 sequences.  Each sequence must
+ * have 1 <= n <= bert_model_max_length(m), ids in [0, vocab_size) and type
+ * ids in [0, type_vocab_size) (ignored by DistilBERT), else BERT_EINVAL with
+ * the detail in bert_session_errmsg; BERT_ENOMEM when the arena cannot grow.
+ * Outputs not produced by the model (pooler without a pooler, logits of a
+ * base model) are left untouched.  Results equal running each sequence
+ * alone (up to float rounding: BLIS may block differently).  On failure no
+ * output is written. */
 BERT_API int bert_session_run(bert_session *s, const bert_input *in,
                               size_t batch, const bert_outputs *out);
 
@@ -157,17 +192,202 @@ typedef enum {
     BERT_FUNC_NONE
 } bert_function;
 
-/* scores[i] = f(logits[i]) for C = num_labels values. */
+/* The function BERT_FUNC_DEFAULT resolves to for m, as the pipeline:
+ * multi_label_classification or num_labels == 1 -> SIGMOID; else
+ * single_label_classification or num_labels > 1 -> SOFTMAX; else NONE. */
+BERT_API bert_function bert_model_function(const bert_model *m);
+
+/* scores[i] = f(logits[i]) for C = num_labels values (softmax with the max
+ * subtracted, sigmoid 1/(1+exp(-x)), or a copy).  logits and scores may be
+ * the same array.  Base models (C = 0) write nothing. */
 BERT_API void bert_apply_function(const bert_model *m, bert_function f,
                                   const float *logits, float *scores);
 
-/* Tokenizes text (and pair), truncating to the model's maximum, runs the
- * sequence head and writes num_labels scores (softmax or sigmoid as
- * BERT_FUNC_DEFAULT) to scores (n_scores >= num_labels) and the arg-max to
- * *label.  Long texts: see bert_classify_params. */
+/* Long inputs.  By default texts are truncated (longest_first, as HF) to
+ * max_length tokens including [CLS]/[SEP].  With mode BERT_LONG_WINDOWS a
+ * single text (no pair) longer than max_length is covered by windows
+ * [CLS] chunk [SEP] whose chunks hold W = max_length - 2 tokens and overlap
+ * by `stride` tokens: HF's return_overflowing_tokens + stride semantics
+ * (stride is the overlap, not the step; chunks start at 0, W - stride,
+ * 2 (W - stride), ... and the last one may be shorter).  stride must be
+ * < W.  Pairs are always truncated. */
+typedef enum {
+    BERT_LONG_TRUNCATE = 0,
+    BERT_LONG_WINDOWS
+} bert_long_mode;
+
+typedef struct bert_window_params {
+    size_t max_length;  /* tokens per run with specials; 0 (default) or more
+                           than bert_model_max_length(m) means that value */
+    bert_long_mode mode;/* default BERT_LONG_TRUNCATE */
+    size_t stride;      /* overlap between windows; default 0 */
+} bert_window_params;
+
+BERT_API bert_window_params bert_window_default_params(void);
+
+typedef struct bert_classify_params {
+    bert_window_params window;
+    bert_function function;     /* default BERT_FUNC_DEFAULT */
+} bert_classify_params;
+
+BERT_API bert_classify_params bert_classify_default_params(void);
+
+/* Tokenizes text (and pair; NULL or pair_len 0 = none), runs the sequence
+ * classification head and writes, for C = num_labels:
+ *  logits (may be NULL): C floats; with several windows the MEAN of the
+ *    window logits.  Why the mean: every window is an equally valid view of
+ *    the text, the mean of logits is the log of the (normalised) geometric
+ *    mean of the window probabilities, so no single window dominates, one
+ *    confident window cannot flip the result alone, and a text that fits in
+ *    one window gives exactly the un-windowed result;
+ *  scores (may be NULL): params->function applied to those logits;
+ *  *label (may be NULL): the arg-max (first on ties);
+ *  *n_windows (may be NULL): model runs made (1 unless windows).
+ * n is the capacity of logits/scores (>= C, else BERT_ERANGE).  params NULL
+ * = defaults.  Needs a model loaded with its tokenizer.  Returns BERT_OK,
+ * BERT_EINVAL (not a sequence model, no tokenizer, bad stride), BERT_EUTF8,
+ * BERT_ENOMEM; detail in bert_session_errmsg. */
+BERT_API int bert_classify_text_ex(bert_session *s, const char *text,
+                                   size_t len, const char *pair,
+                                   size_t pair_len,
+                                   const bert_classify_params *params,
+                                   float *logits, float *scores, size_t n,
+                                   int *label, size_t *n_windows);
+
+/* bert_classify_text_ex with default params (truncation, default function)
+ * and no logits: scores (n_scores >= num_labels) and the arg-max *label. */
 BERT_API int bert_classify_text(bert_session *s, const char *text, size_t len,
                                 const char *pair, size_t pair_len,
                                 float *scores, size_t n_scores, int *label);
+
+/* Token logits for a whole text, windowed when params->mode is
+ * BERT_LONG_WINDOWS (else truncated).  Tokenizes text into enc (caller's,
+ * bert_encoding_create; untruncated in window mode, so offsets and word_ids
+ * cover the whole text) and writes enc->n rows of C = num_labels logits to
+ * logits (n_logits floats available; too few: BERT_ERANGE with enc filled,
+ * so the caller can size the buffer from enc->n and call again).
+ * Merge rule for tokens seen by several windows: each token takes the row
+ * from the window in which it is farthest from a window edge (most context
+ * on both sides; ties go to the earlier window); [CLS] comes from the first
+ * window and the final [SEP] from the last.  Works for token-classification
+ * models only (else BERT_EINVAL).  *n_windows (may be NULL) receives the
+ * number of model runs. */
+BERT_API int bert_token_logits(bert_session *s, const char *text, size_t len,
+                               const bert_window_params *params,
+                               bert_encoding *enc, float *logits,
+                               size_t n_logits, size_t *n_windows);
+
+/* ---- token-classification pipeline ---- */
+
+/* transformers' TokenClassificationPipeline, aggregation_strategy:
+ *  NONE    one entity per token ("entity" = its label, with "index");
+ *  SIMPLE  adjacent tokens grouped by B-/I- tag (two B- tags = two
+ *          entities; a word may be split between entities);
+ *  FIRST, AVERAGE, MAX  one tag per word first (the first sub-token's tag;
+ *          the arg-max of the mean probability vector; the tag of the
+ *          sub-token with the highest probability), then grouped as SIMPLE.
+ * A token is a sub-word when its vocabulary text ("##ing") is not as long
+ * (in code points) as the text its offsets cover; [UNK] never is. */
+typedef enum {
+    BERT_AGG_NONE = 0,
+    BERT_AGG_SIMPLE,
+    BERT_AGG_FIRST,
+    BERT_AGG_AVERAGE,
+    BERT_AGG_MAX
+} bert_aggregation;
+
+typedef struct bert_tag_params {
+    bert_aggregation aggregation; /* default BERT_AGG_NONE (as HF) */
+    /* Entities whose label (NONE) or group (others) is one of these are
+     * dropped.  Default {"O"}, n_ignore 1; n_ignore 0 keeps everything.
+     * Borrowed for the duration of the call. */
+    const char *const *ignore_labels;
+    size_t n_ignore;
+    /* -1 (default): truncate the text to the model's maximum length.
+     * >= 0: cover the whole text with windows of the model's maximum length
+     * overlapping by `stride` tokens (HF's stride: the overlap, not the
+     * step); needs aggregation != NONE and stride < max length - 2.
+     * Entities found in several windows are merged as HF does (the longer
+     * one, then the higher score, wins). */
+    long stride;
+} bert_tag_params;
+
+BERT_API bert_tag_params bert_tag_default_params(void);
+
+/* One entity.  Strings are NUL-terminated and owned by the result. */
+typedef struct bert_entity {
+    const char *entity;     /* NONE: the token's label ("B-PER"); else the
+                               entity_group ("PER": the first label with
+                               its "B-"/"I-" style prefix removed) */
+    const char *word;       /* the tokens decoded as HF's
+                               convert_tokens_to_string (WordPiece decoder,
+                               "##" joined, cleanup); for the exact text
+                               use the offsets */
+    float score;            /* probability (mean over a group) */
+    int label;              /* label id of `entity` (first of a group) */
+    int32_t index;          /* NONE: token index in its window; else -1 */
+    int64_t start, end;     /* code-point [start, end) in the text */
+    int64_t byte_start, byte_end; /* the same in bytes */
+} bert_entity;
+
+/* One word (tokens joined by the sub-word rule above) with the tag the
+ * aggregation gives it (FIRST for NONE and SIMPLE); nothing is ignored.
+ * For CoNLL-style output. */
+typedef struct bert_tag_word {
+    int label;
+    float score;
+    int64_t start, end;
+    int64_t byte_start, byte_end;
+} bert_tag_word;
+
+/* Result of a tagging call.  Reusable: each call replaces the contents.
+ * Arrays are owned by the result and valid until the next call or free. */
+typedef struct bert_tag_result {
+    size_t n;                   /* entities */
+    bert_entity *entities;
+    size_t n_words;
+    bert_tag_word *words;
+    size_t n_windows;           /* model runs (1 without stride) */
+    void *priv_;
+} bert_tag_result;
+
+/* NULL when out of memory. */
+BERT_API bert_tag_result *bert_tag_result_create(void);
+BERT_API void bert_tag_result_free(bert_tag_result *r);
+
+/* The post-processing alone, from given logits (no model needed): what HF
+ * computes from one window of a tokenized text. */
+typedef struct bert_tag_tokens {
+    const char *text;           /* the text the offsets point into */
+    size_t len;                 /* its length in bytes */
+    size_t n;                   /* tokens in the window */
+    const int32_t *ids;         /* [n] token ids */
+    const char *const *tokens;  /* [n] vocabulary strings of ids */
+    const int64_t *offsets;     /* [2n] code-point [start, end) */
+    const int64_t *byte_offsets;/* [2n] byte [start, end) */
+    const int32_t *special_mask;/* [n] 1 = added special token, skipped */
+    const float *logits;        /* [n][n_labels]; softmax is applied here */
+    size_t n_labels;
+    const char *const *labels;  /* [n_labels] id2label */
+    int32_t unk_id;             /* tokens with this id take their text */
+} bert_tag_tokens;
+
+/* Aggregates one window into out (replacing its contents).  params NULL =
+ * defaults (stride is ignored).  Returns BERT_OK, BERT_EINVAL (bad arrays
+ * or offsets outside the text, detail in err) or BERT_ENOMEM. */
+BERT_API int bert_tag_aggregate(const bert_tag_tokens *in,
+                                const bert_tag_params *params,
+                                bert_tag_result *out, bert_error *err);
+
+/* Tags text (len bytes of UTF-8) with the token-classification model m,
+ * running it on session s (created from m).  params NULL = defaults.
+ * Returns BERT_OK; BERT_EUTF8 (err->byte_offset set), BERT_EINVAL (m is not
+ * a token-classification model, bad stride), BERT_ENOMEM, or the status of
+ * a failed model run.  On failure out->n is 0. */
+BERT_API int bert_tag_text(const bert_model *m, bert_session *s,
+                           const char *text, size_t len,
+                           const bert_tag_params *params,
+                           bert_tag_result *out, bert_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,892 @@
+/*
+ * tagger.c - transformers' token-classification pipeline in C.
+ *
+ * The post-processing of TokenClassificationPipeline, step for step:
+ *   softmax per token -> gather_pre_entities (skip special tokens, decide
+ *   is_subword, [UNK] takes its surface text) -> aggregate (NONE/SIMPLE: one
+ *   entity per token; FIRST/AVERAGE/MAX: aggregate_words) -> group_entities
+ *   (B-/I- grouping, except NONE) -> drop ignore_labels.
+ * With a stride, the text is cut into overlapping windows exactly as HF
+ * tokenizers' overflowing tokens are, each window is post-processed alone,
+ * and aggregate_overlapping_entities merges the results.
+ *
+ * Strings (words and entity names) live in one arena per result; entities
+ * refer to it by offset until the public arrays are built at the end, so
+ * growing the arena never leaves a dangling pointer.
+ */
+#include "libbert/bert.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- private state ----------------------------------------------------- */
+
+/* A token that survived the special-token filter (HF "pre_entity"). */
+typedef struct pre_entity {
+    size_t word, word_len;      /* arena */
+    const float *scores;        /* [C] probabilities */
+    int64_t start, end, bstart, bend;
+    int32_t index;
+    int is_subword;
+} pre_entity;
+
+/* A token-, word- or group-level entity before publication. */
+typedef struct ent {
+    int label;
+    float score;
+    int32_t index;
+    int64_t start, end, bstart, bend;
+    size_t word, word_len;      /* arena */
+    size_t name, name_len;      /* arena: label or entity_group */
+} ent;
+
+typedef struct tag_priv {
+    char *arena;
+    size_t alen, acap;
+    char *tmp;                  /* decode scratch */
+    size_t tlen, tcap;
+    char *piece, *piece2;       /* one decoded token */
+    size_t piece_cap, piece2_cap;
+    float *probs;
+    size_t probs_cap;
+    float *avg;                 /* [C] AVERAGE scratch */
+    size_t avg_cap;
+    pre_entity *pre;
+    size_t pre_cap;
+    ent *tok;                   /* token or word entities of a window */
+    size_t tok_cap;
+    ent *grp;                   /* groups of a window */
+    size_t grp_cap;
+    ent *wfirst;                /* FIRST words for NONE/SIMPLE */
+    size_t wfirst_cap;
+    ent *ents;                  /* kept entities, all windows */
+    size_t n_ents, ents_cap;
+    ent *words;                 /* kept words, all windows */
+    size_t n_words, words_cap;
+    ent *merged;
+    size_t merged_cap;
+    bert_entity *pub;
+    size_t pub_cap;
+    bert_tag_word *pubw;
+    size_t pubw_cap;
+    /* bert_tag_text scratch */
+    bert_encoding *enc;
+    const char **labels;
+    size_t labels_cap;
+    const char **tokstr;
+    size_t tokstr_cap;
+    int32_t *wids, *wmask;
+    int64_t *woff, *wboff;
+    size_t wids_cap, wmask_cap, woff_cap, wboff_cap;
+    size_t *wstart, *wlen;      /* windows over the content tokens */
+    size_t wstart_cap, wlen_cap;
+    bert_input *inputs;
+    size_t inputs_cap;
+    float *logits;
+    size_t logits_cap;
+} tag_priv;
+
+/* Grows *p to hold at least `need` elements of size `el`. */
+static int grow(void *pp, size_t *cap, size_t need, size_t el)
+{
+    void **p = (void **)pp;
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > ((size_t)-1) / 2 / el)
+            return -1;
+        nc *= 2;
+    }
+    void *np = realloc(*p, nc * el);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static int set_err(bert_error *err, int status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->status = status;
+        err->byte_offset = -1;
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof err->text, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* Appends n bytes + NUL to the arena; returns the offset or (size_t)-1. */
+static size_t arena_put(tag_priv *P, const char *s, size_t n)
+{
+    if (grow(&P->arena, &P->acap, P->alen + n + 1, 1))
+        return (size_t)-1;
+    size_t off = P->alen;
+    if (n)
+        memcpy(P->arena + off, s, n);
+    P->arena[off + n] = '\0';
+    P->alen += n + 1;
+    return off;
+}
+
+static int tmp_put(tag_priv *P, const char *s, size_t n)
+{
+    if (grow(&P->tmp, &P->tcap, P->tlen + n + 1, 1))
+        return -1;
+    memcpy(P->tmp + P->tlen, s, n);
+    P->tlen += n;
+    P->tmp[P->tlen] = '\0';
+    return 0;
+}
+
+bert_tag_params bert_tag_default_params(void)
+{
+    static const char *const ignore_o[] = {"O"};
+    bert_tag_params p;
+    p.aggregation = BERT_AGG_NONE;
+    p.ignore_labels = ignore_o;
+    p.n_ignore = 1;
+    p.stride = -1;
+    return p;
+}
+
+bert_tag_result *bert_tag_result_create(void)
+{
+    bert_tag_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->priv_ = calloc(1, sizeof(tag_priv));
+    if (!r->priv_) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void bert_tag_result_free(bert_tag_result *r)
+{
+    if (!r)
+        return;
+    tag_priv *P = r->priv_;
+    if (P) {
+        free(P->arena);
+        free(P->tmp);
+        free(P->piece);
+        free(P->piece2);
+        free(P->probs);
+        free(P->avg);
+        free(P->pre);
+        free(P->tok);
+        free(P->grp);
+        free(P->wfirst);
+        free(P->ents);
+        free(P->words);
+        free(P->merged);
+        free(P->pub);
+        free(P->pubw);
+        bert_encoding_free(P->enc);
+        free(P->labels);
+        free(P->tokstr);
+        free(P->wids);
+        free(P->wmask);
+        free(P->woff);
+        free(P->wboff);
+        free(P->wstart);
+        free(P->wlen);
+        free(P->inputs);
+        free(P->logits);
+        free(P);
+    }
+    free(r);
+}
+
+/* ---- the WordPiece decoder (convert_tokens_to_string) ------------------- */
+
+/* Replaces every `from` in buf[0..*len) by `to` (left to right,
+ * non-overlapping, as Rust's str::replace), using *scratch. */
+static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
+                       size_t *scap, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to), i = 0, o = 0;
+    if (*len < fl)
+        return 0;
+    for (i = 0; i + fl <= *len; i++)
+        if (memcmp(*buf + i, from, fl) == 0)
+            break;
+    if (i + fl > *len)
+        return 0;          /* no match: nothing to do */
+    i = 0;
+    /* worst case: every byte starts a match */
+    size_t need = *len / fl * (tl > fl ? tl : fl) + *len + 1;
+    if (grow(scratch, scap, need, 1))
+        return -1;
+    while (i < *len) {
+        if (i + fl <= *len && memcmp(*buf + i, from, fl) == 0) {
+            memcpy(*scratch + o, to, tl);
+            o += tl;
+            i += fl;
+        } else {
+            (*scratch)[o++] = (*buf)[i++];
+        }
+    }
+    char *t = *buf;
+    size_t tc = *cap;
+    *buf = *scratch;
+    *cap = *scap;
+    *scratch = t;
+    *scap = tc;
+    *len = o;
+    return 0;
+}
+
+/* tokenizers' WordPiece decoder with cleanup (decode_chain), per token:
+ * tokens after the first lose their leading "##" or gain a leading space,
+ * then the cleanup replacements run on that token alone; the pieces are
+ * concatenated.  The words are arena strings found through `word` and
+ * `wlen` fields spaced `stride_el` bytes apart; the result is appended to
+ * the arena. */
+static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
+                        size_t n, size_t stride_el, size_t *off, size_t *len)
+{
+    static const char *const rep[][2] = {
+        {" .", "."},       {" ?", "?"},       {" !", "!"},
+        {" ,", ","},       {" ' ", "'"},      {" n't", "n't"},
+        {" 'm", "'m"},     {" do not", " don't"},
+        {" 's", "'s"},     {" 've", "'ve"},   {" 're", "'re"},
+    };
+    const size_t nrep = sizeof rep / sizeof rep[0];
+    P->tlen = 0;
+    if (grow(&P->tmp, &P->tcap, 1, 1))
+        return -1;
+    P->tmp[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t w = *(const size_t *)((const char *)word + i * stride_el);
+        size_t wl = *(const size_t *)((const char *)wlen + i * stride_el);
+        size_t plen = 0;
+        int space = 0;
+        if (i != 0) {
+            if (wl >= 2 && memcmp(P->arena + w, "##", 2) == 0) {
+                w += 2;
+                wl -= 2;
+            } else {
+                space = 1;
+            }
+        }
+        if (grow(&P->piece, &P->piece_cap, wl + 2, 1))
+            return -1;
+        if (space)
+            P->piece[plen++] = ' ';
+        memcpy(P->piece + plen, P->arena + w, wl);
+        plen += wl;
+        for (size_t r = 0; r < nrep; r++)
+            if (replace_all(&P->piece, &plen, &P->piece_cap, &P->piece2,
+                            &P->piece2_cap, rep[r][0], rep[r][1]))
+                return -1;
+        if (tmp_put(P, P->piece, plen))
+            return -1;
+    }
+    size_t o = arena_put(P, P->tmp, P->tlen);
+    if (o == (size_t)-1)
+        return -1;
+    *off = o;
+    *len = P->tlen;
+    return 0;
+}
+
+/* ---- aggregation --------------------------------------------------------- */
+
+static size_t argmax(const float *v, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = i;
+    return best;
+}
+
+static size_t cp_count(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* get_tag: ("B", rest) / ("I", rest) / ("I", label). */
+static void get_tag(const char *label, int *is_b, const char **tag)
+{
+    if (label[0] == 'B' && label[1] == '-') {
+        *is_b = 1;
+        *tag = label + 2;
+    } else if (label[0] == 'I' && label[1] == '-') {
+        *is_b = 0;
+        *tag = label + 2;
+    } else {
+        *is_b = 0;
+        *tag = label;
+    }
+}
+
+static int is_ignored(const bert_tag_params *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_ignore; i++)
+        if (p->ignore_labels[i] && strcmp(p->ignore_labels[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* aggregate_word over pre-entities [a, b). */
+static int aggregate_word(tag_priv *P, const bert_tag_tokens *in,
+                          bert_aggregation agg, size_t a, size_t b, ent *e)
+{
+    const pre_entity *pe = P->pre;
+    size_t C = in->n_labels;
+    size_t idx;
+    float score;
+    if (decode_words(P, &pe[a].word, &pe[a].word_len, b - a,
+                     sizeof(pre_entity), &e->word, &e->word_len))
+        return -1;
+    if (agg == BERT_AGG_FIRST) {
+        idx = argmax(pe[a].scores, C);
+        score = pe[a].scores[idx];
+    } else if (agg == BERT_AGG_MAX) {
+        /* max(entities, key=scores.max()): the first maximum wins */
+        size_t best = a;
+        float bestv = pe[a].scores[argmax(pe[a].scores, C)];
+        for (size_t i = a + 1; i < b; i++) {
+            float v = pe[i].scores[argmax(pe[i].scores, C)];
+            if (v > bestv) {
+                bestv = v;
+                best = i;
+            }
+        }
+        idx = argmax(pe[best].scores, C);
+        score = pe[best].scores[idx];
+    } else {
+        /* np.nanmean(stack, axis=0) in float32: the rows are summed in
+         * order in float32, then divided by the count */
+        float *avg = P->avg;
+        for (size_t c = 0; c < C; c++) {
+            float acc = 0.0f;
+            for (size_t i = a; i < b; i++)
+                acc += pe[i].scores[c];
+            avg[c] = (float)((double)acc / (double)(b - a));
+        }
+        idx = argmax(avg, C);
+        score = avg[idx];
+    }
+    e->label = (int)idx;
+    e->score = score;
+    e->index = -1;
+    e->start = pe[a].start;
+    e->end = pe[b - 1].end;
+    e->bstart = pe[a].bstart;
+    e->bend = pe[b - 1].bend;
+    e->name = 0;
+    e->name_len = 0;
+    return 0;
+}
+
+/* aggregate_words: groups by is_subword into out[]; returns the count or
+ * (size_t)-1. */
+static size_t aggregate_words(tag_priv *P, const bert_tag_tokens *in,
+                              bert_aggregation agg, size_t npre, ent **out,
+                              size_t *cap)
+{
+    size_t n = 0, a = 0;
+    if (npre == 0)
+        return 0;
+    for (size_t i = 1; i <= npre; i++) {
+        if (i < npre && P->pre[i].is_subword)
+            continue;
+        if (grow(out, cap, n + 1, sizeof(ent)))
+            return (size_t)-1;
+        if (aggregate_word(P, in, agg, a, i, &(*out)[n]))
+            return (size_t)-1;
+        n++;
+        a = i;
+    }
+    return n;
+}
+
+/* group_sub_entities over e[a, b) into *g. */
+static int group_sub(tag_priv *P, const bert_tag_tokens *in, const ent *e,
+                     size_t a, size_t b, ent *g)
+{
+    const char *first = in->labels[e[a].label];
+    const char *dash = strchr(first, '-');
+    const char *grp = dash ? dash + 1 : first;
+    double sum = 0.0;
+    for (size_t i = a; i < b; i++)
+        sum += e[i].score;
+    g->label = e[a].label;
+    g->score = (float)(sum / (double)(b - a));
+    g->index = -1;
+    g->start = e[a].start;
+    g->end = e[b - 1].end;
+    g->bstart = e[a].bstart;
+    g->bend = e[b - 1].bend;
+    if (decode_words(P, &e[a].word, &e[a].word_len, b - a, sizeof(ent),
+                     &g->word, &g->word_len))
+        return -1;
+    size_t o = arena_put(P, grp, strlen(grp));
+    if (o == (size_t)-1)
+        return -1;
+    g->name = o;
+    g->name_len = strlen(grp);
+    return 0;
+}
+
+/* group_entities over e[0, n) into P->grp; returns the count or -1. */
+static size_t group_entities(tag_priv *P, const bert_tag_tokens *in,
+                             const ent *e, size_t n)
+{
+    size_t ng = 0, a = 0;
+    if (n == 0)
+        return 0;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n) {
+            int bi, last_bi;
+            const char *tag, *last_tag;
+            get_tag(in->labels[e[i].label], &bi, &tag);
+            get_tag(in->labels[e[i - 1].label], &last_bi, &last_tag);
+            if (strcmp(tag, last_tag) == 0 && !bi)
+                continue;
+        }
+        if (grow(&P->grp, &P->grp_cap, ng + 1, sizeof(ent)))
+            return (size_t)-1;
+        if (group_sub(P, in, e, a, i, &P->grp[ng]))
+            return (size_t)-1;
+        ng++;
+        a = i;
+    }
+    return ng;
+}
+
+static int keep_entity(tag_priv *P, const ent *e)
+{
+    if (grow(&P->ents, &P->ents_cap, P->n_ents + 1, sizeof(ent)))
+        return -1;
+    P->ents[P->n_ents++] = *e;
+    return 0;
+}
+
+/* Words of later windows are kept only past the last kept word. */
+static int keep_words(tag_priv *P, const ent *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (P->n_words && w[i].start < P->words[P->n_words - 1].end)
+            continue;
+        if (grow(&P->words, &P->words_cap, P->n_words + 1, sizeof(ent)))
+            return -1;
+        P->words[P->n_words++] = w[i];
+    }
+    return 0;
+}
+
+/* Post-processes one window, appending its kept entities and words. */
+static int tag_window(tag_priv *P, const bert_tag_tokens *in,
+                      const bert_tag_params *p, bert_error *err)
+{
+    size_t n = in->n, C = in->n_labels;
+    if (n && (!in->ids || !in->tokens || !in->offsets || !in->byte_offsets ||
+              !in->special_mask || !in->logits))
+        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL array");
+    if (C == 0 || !in->labels)
+        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: no labels");
+    for (size_t c = 0; c < C; c++)
+        if (!in->labels[c])
+            return set_err(err, BERT_EINVAL,
+                           "bert_tag_aggregate: label %zu is NULL", c);
+    if ((unsigned)p->aggregation > BERT_AGG_MAX)
+        return set_err(err, BERT_EINVAL,
+                       "bert_tag_aggregate: unknown aggregation %d",
+                       (int)p->aggregation);
+    if (n && !in->text && in->len)
+        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL text");
+
+    /* softmax as numpy: exp(x - max) / sum, in float32 */
+    if (grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
+        grow(&P->avg, &P->avg_cap, C, sizeof(float)))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    for (size_t t = 0; t < n; t++) {
+        const float *x = in->logits + t * C;
+        float *y = P->probs + t * C;
+        float mx = x[0];
+        for (size_t c = 1; c < C; c++)
+            if (x[c] > mx)
+                mx = x[c];
+        double sum = 0.0;
+        for (size_t c = 0; c < C; c++) {
+            y[c] = expf(x[c] - mx);
+            sum += y[c];
+        }
+        float fs = (float)sum;
+        for (size_t c = 0; c < C; c++)
+            y[c] = y[c] / fs;
+    }
+
+    /* gather_pre_entities */
+    size_t npre = 0;
+    if (grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    for (size_t t = 0; t < n; t++) {
+        if (in->special_mask[t])
+            continue;
+        int64_t s = in->offsets[2 * t], e = in->offsets[2 * t + 1];
+        int64_t bs = in->byte_offsets[2 * t], be = in->byte_offsets[2 * t + 1];
+        if (s < 0 || e < s || bs < 0 || be < bs || (uint64_t)be > in->len)
+            return set_err(err, BERT_EINVAL,
+                           "bert_tag_aggregate: token %zu has offsets "
+                           "[%lld,%lld) bytes [%lld,%lld) outside the text",
+                           t, (long long)s, (long long)e, (long long)bs,
+                           (long long)be);
+        const char *tok = in->tokens[t] ? in->tokens[t] : "";
+        size_t toklen = strlen(tok);
+        const char *ref = in->text + bs;
+        size_t reflen = (size_t)(be - bs);
+        pre_entity *pe = &P->pre[npre++];
+        /* WordPiece has a continuing_subword_prefix: a sub-word is a token
+         * whose text is not as long as the span it covers */
+        pe->is_subword = cp_count(tok, toklen) != (size_t)(e - s);
+        size_t o;
+        if (in->ids[t] == in->unk_id) {
+            o = arena_put(P, ref, reflen);
+            pe->word_len = reflen;
+            pe->is_subword = 0;
+        } else {
+            o = arena_put(P, tok, toklen);
+            pe->word_len = toklen;
+        }
+        if (o == (size_t)-1)
+            return set_err(err, BERT_ENOMEM, "out of memory");
+        pe->word = o;
+        pe->scores = P->probs + t * C;
+        pe->start = s;
+        pe->end = e;
+        pe->bstart = bs;
+        pe->bend = be;
+        pe->index = (int32_t)t;
+    }
+
+    /* aggregate */
+    size_t ntok;
+    bert_aggregation agg = p->aggregation;
+    if (agg == BERT_AGG_NONE || agg == BERT_AGG_SIMPLE) {
+        if (grow(&P->tok, &P->tok_cap, npre + 1, sizeof(ent)))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+        for (size_t i = 0; i < npre; i++) {
+            const pre_entity *pe = &P->pre[i];
+            ent *e = &P->tok[i];
+            size_t idx = argmax(pe->scores, C);
+            e->label = (int)idx;
+            e->score = pe->scores[idx];
+            e->index = pe->index;
+            e->start = pe->start;
+            e->end = pe->end;
+            e->bstart = pe->bstart;
+            e->bend = pe->bend;
+            e->word = pe->word;
+            e->word_len = pe->word_len;
+            e->name = arena_put(P, in->labels[idx], strlen(in->labels[idx]));
+            e->name_len = strlen(in->labels[idx]);
+            if (e->name == (size_t)-1)
+                return set_err(err, BERT_ENOMEM, "out of memory");
+        }
+        ntok = npre;
+        /* words for CoNLL output: FIRST */
+        size_t nw = aggregate_words(P, in, BERT_AGG_FIRST, npre, &P->wfirst,
+                                    &P->wfirst_cap);
+        if (nw == (size_t)-1 || keep_words(P, P->wfirst, nw))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+    } else {
+        ntok = aggregate_words(P, in, agg, npre, &P->tok, &P->tok_cap);
+        if (ntok == (size_t)-1 || keep_words(P, P->tok, ntok))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+    }
+
+    if (agg == BERT_AGG_NONE) {
+        for (size_t i = 0; i < ntok; i++)
+            if (!is_ignored(p, in->labels[P->tok[i].label]) &&
+                keep_entity(P, &P->tok[i]))
+                return set_err(err, BERT_ENOMEM, "out of memory");
+        return BERT_OK;
+    }
+    size_t ng = group_entities(P, in, P->tok, ntok);
+    if (ng == (size_t)-1)
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ng; i++)
+        if (!is_ignored(p, P->arena + P->grp[i].name) &&
+            keep_entity(P, &P->grp[i]))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+    return BERT_OK;
+}
+
+static void reset(bert_tag_result *r)
+{
+    tag_priv *P = r->priv_;
+    P->alen = 0;
+    P->n_ents = 0;
+    P->n_words = 0;
+    r->n = 0;
+    r->entities = NULL;
+    r->n_words = 0;
+    r->words = NULL;
+    r->n_windows = 0;
+}
+
+/* aggregate_overlapping_entities: a stable sort by start, then for entities
+ * starting inside the previous one the longer (then higher-scoring) wins. */
+static int merge_overlapping(tag_priv *P)
+{
+    size_t n = P->n_ents;
+    if (n == 0)
+        return 0;
+    /* insertion sort: stable, and the lists are nearly sorted already */
+    for (size_t i = 1; i < n; i++) {
+        ent x = P->ents[i];
+        size_t j = i;
+        while (j > 0 && P->ents[j - 1].start > x.start) {
+            P->ents[j] = P->ents[j - 1];
+            j--;
+        }
+        P->ents[j] = x;
+    }
+    if (grow(&P->merged, &P->merged_cap, n + 1, sizeof(ent)))
+        return -1;
+    size_t m = 0;
+    ent prev = P->ents[0];
+    for (size_t i = 0; i < n; i++) {
+        const ent *e = &P->ents[i];
+        if (prev.start <= e->start && e->start < prev.end) {
+            int64_t cl = e->end - e->start, pl = prev.end - prev.start;
+            if (cl > pl || (cl == pl && e->score > prev.score))
+                prev = *e;
+        } else {
+            P->merged[m++] = prev;
+            prev = *e;
+        }
+    }
+    P->merged[m++] = prev;
+    memcpy(P->ents, P->merged, m * sizeof(ent));
+    P->n_ents = m;
+    return 0;
+}
+
+/* Builds the public arrays (pointers into the arena, now stable). */
+static int publish(bert_tag_result *r, bert_error *err)
+{
+    tag_priv *P = r->priv_;
+    if (grow(&P->pub, &P->pub_cap, P->n_ents + 1, sizeof(bert_entity)) ||
+        grow(&P->pubw, &P->pubw_cap, P->n_words + 1, sizeof(bert_tag_word)))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < P->n_ents; i++) {
+        const ent *e = &P->ents[i];
+        bert_entity *o = &P->pub[i];
+        o->entity = P->arena + e->name;
+        o->word = P->arena + e->word;
+        o->score = e->score;
+        o->label = e->label;
+        o->index = e->index;
+        o->start = e->start;
+        o->end = e->end;
+        o->byte_start = e->bstart;
+        o->byte_end = e->bend;
+    }
+    for (size_t i = 0; i < P->n_words; i++) {
+        const ent *e = &P->words[i];
+        bert_tag_word *o = &P->pubw[i];
+        o->label = e->label;
+        o->score = e->score;
+        o->start = e->start;
+        o->end = e->end;
+        o->byte_start = e->bstart;
+        o->byte_end = e->bend;
+    }
+    r->n = P->n_ents;
+    r->entities = P->pub;
+    r->n_words = P->n_words;
+    r->words = P->pubw;
+    return BERT_OK;
+}
+
+int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
+                       bert_tag_result *out, bert_error *err)
+{
+    bert_tag_params def = bert_tag_default_params();
+    if (!out || !out->priv_)
+        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
+    reset(out);
+    if (!in)
+        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
+    const bert_tag_params *p = params ? params : &def;
+    int rc = tag_window(out->priv_, in, p, err);
+    if (rc)
+        return rc;
+    out->n_windows = 1;
+    return publish(out, err);
+}
+
+/* ---- running the model --------------------------------------------------- */
+
+int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
+                  size_t len, const bert_tag_params *params,
+                  bert_tag_result *out, bert_error *err)
+{
+    bert_tag_params def = bert_tag_default_params();
+    const bert_tag_params *p = params ? params : &def;
+    if (!out || !out->priv_)
+        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
+    reset(out);
+    if (!m || !s || (!text && len))
+        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+    tag_priv *P = out->priv_;
+    const bert_config *cfg = bert_model_config(m);
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    if (!cfg || cfg->task != BERT_TASK_TOKEN)
+        return set_err(err, BERT_EINVAL,
+                       "the model is not a token-classification model");
+    if (!tok)
+        return set_err(err, BERT_EINVAL, "the model has no tokenizer");
+    size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
+    if (C == 0 || maxlen < 3)
+        return set_err(err, BERT_EINVAL, "the model has %zu labels and a "
+                       "maximum length of %zu", C, maxlen);
+    if (p->stride >= 0) {
+        if (p->aggregation == BERT_AGG_NONE)
+            return set_err(err, BERT_EINVAL, "a stride needs an aggregation "
+                           "other than none (as in transformers)");
+        if ((size_t)p->stride >= maxlen - 2)
+            return set_err(err, BERT_EINVAL, "stride %ld must be less than "
+                           "the maximum length minus the 2 special tokens "
+                           "(%zu)", p->stride, maxlen - 2);
+    }
+    if (grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    for (size_t c = 0; c < C; c++) {
+        P->labels[c] = bert_model_label(m, (int)c);
+        if (!P->labels[c])
+            P->labels[c] = "";
+    }
+    if (!P->enc && !(P->enc = bert_encoding_create()))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+
+    /* tokens of the text without special tokens; truncated unless strided */
+    bert_encode_params ep = bert_encode_default_params();
+    ep.add_special_tokens = 0;
+    ep.max_length = p->stride >= 0 ? 0 : maxlen - 2;
+    int rc = bert_tokenizer_encode(tok, text ? text : "", len, NULL, 0, &ep,
+                                   P->enc, err);
+    if (rc)
+        return rc;
+    const bert_encoding *E = P->enc;
+    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
+    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
+    int32_t unk = bert_tokenizer_special(tok, BERT_TOKEN_UNK);
+    if (cls < 0 || sep < 0)
+        return set_err(err, BERT_EINVAL, "the vocabulary lacks [CLS] or [SEP]");
+
+    /* windows as tokenizers' overflowing encodings: step W - stride */
+    size_t total = E->n, W = maxlen - 2, nwin = 0;
+    if (total <= W || p->stride < 0) {
+        if (grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
+            grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+        P->wstart[0] = 0;
+        P->wlen[0] = total < W ? total : W;
+        nwin = 1;
+    } else {
+        size_t step = W - (size_t)p->stride;
+        size_t need = (total + step - 1) / step + 1;
+        if (grow(&P->wstart, &P->wstart_cap, need, sizeof(size_t)) ||
+            grow(&P->wlen, &P->wlen_cap, need, sizeof(size_t)))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+        for (size_t st = 0; st < total; st += step) {
+            size_t stop = st + W < total ? st + W : total;
+            P->wstart[nwin] = st;
+            P->wlen[nwin] = stop - st;
+            nwin++;
+            if (stop == total)
+                break;
+        }
+    }
+
+    /* run windows in groups (bounded memory), post-process each */
+    const size_t group = 8;
+    for (size_t g0 = 0; g0 < nwin; g0 += group) {
+        size_t g1 = g0 + group < nwin ? g0 + group : nwin, ntok = 0;
+        for (size_t w = g0; w < g1; w++)
+            ntok += P->wlen[w] + 2;
+        if (grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
+            grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
+            grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
+            grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
+            grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
+            grow(&P->inputs, &P->inputs_cap, group, sizeof(bert_input)) ||
+            grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
+            return set_err(err, BERT_ENOMEM, "out of memory");
+        size_t k = 0;
+        for (size_t w = g0; w < g1; w++) {
+            size_t base = k;
+            for (size_t j = 0; j < P->wlen[w] + 2; j++, k++) {
+                int special = j == 0 || j == P->wlen[w] + 1;
+                size_t src = P->wstart[w] + j - 1;
+                P->wids[k] = j == 0 ? cls : special ? sep : E->ids[src];
+                P->wmask[k] = special;
+                for (int h = 0; h < 2; h++) {
+                    P->woff[2 * k + h] = special ? 0 : E->offsets[2 * src + h];
+                    P->wboff[2 * k + h] =
+                        special ? 0 : E->byte_offsets[2 * src + h];
+                }
+                const char *ts = bert_tokenizer_token(tok, P->wids[k]);
+                P->tokstr[k] = ts ? ts : "";
+            }
+            P->inputs[w - g0].ids = P->wids + base;
+            P->inputs[w - g0].type_ids = NULL;
+            P->inputs[w - g0].n = P->wlen[w] + 2;
+        }
+        bert_outputs bo = {P->logits, NULL, NULL};
+        rc = bert_session_run(s, P->inputs, g1 - g0, &bo);
+        if (rc) {
+            reset(out);
+            return set_err(err, rc, "%s", bert_session_errmsg(s));
+        }
+        k = 0;
+        for (size_t w = g0; w < g1; w++) {
+            bert_tag_tokens tt;
+            tt.text = text ? text : "";
+            tt.len = len;
+            tt.n = P->wlen[w] + 2;
+            tt.ids = P->wids + k;
+            tt.tokens = P->tokstr + k;
+            tt.offsets = P->woff + 2 * k;
+            tt.byte_offsets = P->wboff + 2 * k;
+            tt.special_mask = P->wmask + k;
+            tt.logits = P->logits + k * C;
+            tt.n_labels = C;
+            tt.labels = P->labels;
+            tt.unk_id = unk;
+            rc = tag_window(P, &tt, p, err);
+            if (rc) {
+                reset(out);
+                return rc;
+            }
+            k += tt.n;
+        }
+    }
+    if (nwin > 1 && merge_overlapping(P)) {
+        reset(out);
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    }
+    out->n_windows = nwin;
+    rc = publish(out, err);
+    if (rc)
+        reset(out);
+    return rc;
+}
