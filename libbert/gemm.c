@@ -1,0 +1,65 @@
+/* gemm.c - the BLIS wrapper: strided sgemm with a per-session rntm_t.  The
+ * only file of libbert that includes <blis.h>; never touches BLIS's global
+ * thread setting. */
+#include "libbert/gemm.h"
+
+#include <blis.h>
+#include <stdlib.h>
+
+struct bert_gemm_ctx {
+    rntm_t rntm;
+    int n_threads;
+};
+
+bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
+{
+    bert_gemm_ctx *g = malloc(sizeof *g);
+    if (!g)
+        return NULL;
+    rntm_t init = BLIS_RNTM_INITIALIZER;
+    g->rntm = init;
+    bert__gemm_ctx_set_threads(g, n_threads);
+    return g;
+}
+
+void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads)
+{
+    if (n_threads < 1)
+        n_threads = 1;
+    g->n_threads = n_threads;
+    bli_rntm_set_num_threads((dim_t)n_threads, &g->rntm);
+}
+
+int bert__gemm_ctx_threads(const bert_gemm_ctx *g)
+{
+    return g ? g->n_threads : 1;
+}
+
+void bert__gemm_ctx_free(bert_gemm_ctx *g)
+{
+    free(g);
+}
+
+void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
+                 float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
+                 const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                 float *C, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0)
+        return;
+    /* BLIS 0.9.0's typed API takes non-const pointers; it only reads A, B,
+     * alpha and beta.  BLIS copies the rntm_t before using it, so a const
+     * session context is never modified. */
+    rntm_t rntm;
+    if (g)
+        rntm = g->rntm;
+    else {
+        rntm_t init = BLIS_RNTM_INITIALIZER;
+        rntm = init;
+        bli_rntm_set_num_threads(1, &rntm);
+    }
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
+                 (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
+                 (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
+                 (inc_t)csc, NULL, &rntm);
+}

@@ -1,0 +1,159 @@
+/* model.c - bert_model_load / bert_model_free and the model accessors. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "libbert/internal.h"
+#include "libbert/model.h"
+
+bert_model_params bert_model_default_params(void)
+{
+    bert_model_params p;
+    memset(&p, 0, sizeof p);
+    p.load_tokenizer = 1;
+    return p;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int bert_model_load(const char *dir, const bert_model_params *params,
+                    bert_model **out, bert_error *err)
+{
+    bert_model_params p = params ? *params : bert_model_default_params();
+    bert_model *m = NULL;
+    char path[4096];
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (!dir || !out)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_model_load: dir and out must not be NULL");
+    if (strlen(dir) > sizeof path - 64)
+        return bert__err(err, BERT_EINVAL, "%.64s...: path too long", dir);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return bert__err(err, BERT_EMISSING,
+                         "%s: not a directory (expected a Hugging Face model "
+                         "directory with config.json and model.safetensors)",
+                         dir);
+
+    m = calloc(1, sizeof *m);
+    if (!m)
+        return bert__err(err, BERT_ENOMEM, "%s: out of memory", dir);
+
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if ((rc = bert__config_load(path, &m->cfg, err)) != BERT_OK) {
+        if (rc == BERT_EMISSING)
+            bert__err(err, rc,
+                      "%s: missing; a Hugging Face model directory needs "
+                      "config.json (save_pretrained writes it)",
+                      path);
+        goto fail;
+    }
+
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!exists(path)) {
+        char alt[4200];
+        snprintf(alt, sizeof alt, "%s/pytorch_model.bin", dir);
+        if (exists(alt)) {
+            rc = bert__err(err, BERT_EUNSUPPORTED,
+                           "%s: only pytorch_model.bin found; libbert reads "
+                           "model.safetensors: convert it with transformers "
+                           "(model.save_pretrained(dir, "
+                           "safe_serialization=True))",
+                           dir);
+            goto fail;
+        }
+        snprintf(alt, sizeof alt, "%s/model.safetensors.index.json", dir);
+        if (exists(alt)) {
+            rc = bert__err(err, BERT_EUNSUPPORTED,
+                           "%s: sharded checkpoint (model.safetensors.index."
+                           "json) is not supported; save it as one "
+                           "model.safetensors (max_shard_size large enough)",
+                           dir);
+            goto fail;
+        }
+        rc = bert__err(err, BERT_EMISSING,
+                       "%s: missing; the model directory needs its weights "
+                       "as model.safetensors",
+                       path);
+        goto fail;
+    }
+    if ((rc = bert__st_open(path, &m->st, err)) != BERT_OK)
+        goto fail;
+    if ((rc = bert__weights_bind(&m->cfg, &m->st, path, &m->w, &m->conv,
+                                 err)) != BERT_OK)
+        goto fail;
+    m->has_pooler_out = !m->cfg.pub.is_distilbert && m->w.pool_w != NULL;
+
+    m->max_len = m->cfg.pub.max_position;
+    if (p.load_tokenizer) {
+        if ((rc = bert_tokenizer_load(dir, &m->tok, err)) != BERT_OK)
+            goto fail;
+        size_t tv = bert_tokenizer_vocab_size(m->tok);
+        if (tv > m->cfg.pub.vocab_size) {
+            rc = bert__err(err, BERT_EFORMAT,
+                           "%s: the tokenizer has %zu tokens but config.json "
+                           "says vocab_size %zu: tokenizer and model do not "
+                           "match",
+                           dir, tv, m->cfg.pub.vocab_size);
+            goto fail;
+        }
+        size_t ml = bert_tokenizer_model_max_length(m->tok);
+        if (ml > 0 && ml < m->max_len)
+            m->max_len = ml;
+    }
+    *out = m;
+    return BERT_OK;
+
+fail:
+    if (err)
+        err->status = rc;
+    bert_model_free(m);
+    return rc;
+}
+
+void bert_model_free(bert_model *m)
+{
+    if (!m)
+        return;
+    bert_tokenizer_free(m->tok);
+    free(m->w.layers);
+    free(m->conv);
+    bert__st_close(&m->st);
+    bert__config_free(&m->cfg);
+    free(m);
+}
+
+const bert_config *bert_model_config(const bert_model *m)
+{
+    return m ? &m->cfg.pub : NULL;
+}
+
+const char *bert_model_label(const bert_model *m, int id)
+{
+    if (!m || !m->cfg.labels || id < 0 || (size_t)id >= m->cfg.pub.num_labels)
+        return NULL;
+    return m->cfg.labels[id];
+}
+
+const bert_tokenizer *bert_model_tokenizer(const bert_model *m)
+{
+    return m ? m->tok : NULL;
+}
+
+size_t bert_model_max_length(const bert_model *m)
+{
+    return m ? m->max_len : 0;
+}
+
+int bert_model_has_pooler(const bert_model *m)
+{
+    return m ? m->has_pooler_out : 0;
+}

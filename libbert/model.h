@@ -1,0 +1,112 @@
+/*
+ * libbert/model.h - private structures of a loaded model and a session, and
+ * the internal entry points shared by model.c, weights.c, session.c,
+ * encoder.c, heads.c and pipeline.c.
+ */
+#ifndef LIBBERT_MODEL_H
+#define LIBBERT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libbert/bert.h"
+#include "libbert/config.h"
+#include "libbert/gemm.h"
+#include "libbert/safetensors.h"
+
+/* ---- weights -------------------------------------------------------------- */
+
+/* One encoder layer; H = hidden, I = intermediate.  Linear weights are
+ * PyTorch's (out, in). */
+typedef struct bert_layer_w {
+    const float *q_w, *k_w, *v_w; /* (H,H) */
+    const float *q_b, *k_b, *v_b; /* (H)   */
+    const float *o_w, *o_b;       /* (H,H), (H) attention output dense */
+    const float *ln1_w, *ln1_b;   /* (H) attention LayerNorm (DistilBERT sa_layer_norm) */
+    const float *f1_w, *f1_b;     /* (I,H), (I) intermediate dense / ffn.lin1 */
+    const float *f2_w, *f2_b;     /* (H,I), (H) output dense / ffn.lin2 */
+    const float *ln2_w, *ln2_b;   /* (H) output LayerNorm (DistilBERT output_layer_norm) */
+} bert_layer_w;
+
+typedef struct bert_weights {
+    const float *word_emb;        /* (V,H) */
+    const float *pos_emb;         /* (P,H) */
+    const float *type_emb;        /* (TV,H); NULL for DistilBERT */
+    const float *emb_ln_w, *emb_ln_b; /* (H) */
+    bert_layer_w *layers;         /* [L], owned */
+    const float *pool_w, *pool_b; /* (H,H),(H): BERT pooler or DistilBERT
+                                     pre_classifier; NULL when not used */
+    const float *cls_w, *cls_b;   /* (C,H),(C); NULL for base models */
+} bert_weights;
+
+/* Fills w from the tensors of st according to cfg (names as transformers'
+ * state_dict(), prefix "bert."/"distilbert." detected).  Tensors that are F32
+ * and aligned are used in place; others are converted into *conv (allocated
+ * here, owned by the caller, NULL when nothing needed converting).  `label`
+ * is the safetensors path for messages.  Returns BERT_EMISSING (tensor
+ * absent), BERT_ESHAPE (shape contradicts config), BERT_EUNSUPPORTED (dtype
+ * not F32/F16/BF16), BERT_ENOMEM. */
+int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
+                       const char *label, bert_weights *w, float **conv,
+                       bert_error *err);
+
+/* ---- model ---------------------------------------------------------------- */
+
+struct bert_model {
+    bert_cfg cfg;
+    bert_st_file st;            /* the mapping */
+    bert_weights w;
+    float *conv;                /* converted (F16/BF16/misaligned) tensors */
+    bert_tokenizer *tok;        /* NULL when loaded without tokenizer */
+    size_t max_len;             /* bert_model_max_length() */
+    int has_pooler_out;         /* pooler output exists (BERT with pooler) */
+};
+
+/* ---- session -------------------------------------------------------------- */
+
+struct bert_session {
+    const bert_model *m;
+    bert_gemm_ctx *gemm;
+    int n_threads;
+    /* Activation arena: one block, pointed into by the buffers below; sized
+     * for cap_tokens packed tokens and sequences up to cap_seq tokens. */
+    float *arena;
+    size_t cap_tokens, cap_seq;
+    float *x;      /* (T,H) hidden state */
+    float *q, *k, *v; /* (T,H) each */
+    float *ctx;    /* (T,H) attention context, merged heads */
+    float *tmp;    /* (T,H) projection output */
+    float *inter;  /* (T,I) feed-forward intermediate */
+    float *scores; /* (cap_seq, cap_seq) one head's attention matrix */
+    /* Pipeline scratch (grown on demand, reused across calls). */
+    bert_encoding *enc;
+    int32_t *win_ids, *win_types; /* window token buffers */
+    size_t win_cap;
+    float *win_logits;            /* per-window logits */
+    size_t win_logits_cap;
+    char errmsg[512];
+};
+
+/* Sets the session's error message (printf-style); returns status. */
+int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Makes the arena hold T packed tokens with sequences up to maxn tokens;
+ * reallocates only when it must grow.  BERT_ENOMEM on failure (the old
+ * arena is kept). */
+int bert__session_reserve(bert_session *s, size_t T, size_t maxn);
+
+/* Encoder: embeddings + L layers on the packed batch; result in s->x (T,H).
+ * Inputs are validated by the caller. */
+void bert__encoder_forward(bert_session *s, const bert_input *in,
+                           size_t batch, size_t T);
+
+/* Heads on s->x: pooler (B,H), sequence logits (B,C), token logits (T,C).
+ * Any output may be NULL. */
+void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
+                         size_t T, float *pooler, float *logits);
+
+#endif

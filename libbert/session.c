@@ -1,0 +1,196 @@
+/* session.c - sessions: activation arena, BLIS runtime, bert_session_run. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libbert/internal.h"
+#include "libbert/model.h"
+
+bert_session_params bert_session_default_params(void)
+{
+    bert_session_params p;
+    memset(&p, 0, sizeof p);
+    p.n_threads = 1;
+    p.max_tokens = 4096;
+    return p;
+}
+
+int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* Rounds n floats up to a multiple of 16 (64 bytes) so every buffer of the
+ * arena starts on a cache line. */
+static size_t al16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
+{
+    if (T <= s->cap_tokens && maxn <= s->cap_seq && s->arena)
+        return BERT_OK;
+    if (T < s->cap_tokens)
+        T = s->cap_tokens;
+    if (maxn < s->cap_seq)
+        maxn = s->cap_seq;
+    const bert_config *c = &s->m->cfg.pub;
+    size_t H = c->hidden, I = c->intermediate;
+    size_t th, ti, ss, total;
+    /* Sizes are bounded by the config limits and max_len, but check anyway:
+     * T comes from the caller. */
+    if (bert__mul_size(T, H, &th) || bert__mul_size(T, I, &ti) ||
+        bert__mul_size(maxn, maxn, &ss) || th > ((size_t)-1) / 64 ||
+        ti > ((size_t)-1) / 64 || ss > ((size_t)-1) / 64)
+        return BERT_ENOMEM;
+    total = 6 * al16(th) + al16(ti) + al16(ss);
+    if (total > ((size_t)-1) / sizeof(float))
+        return BERT_ENOMEM;
+    float *a = NULL;
+    if (posix_memalign((void **)&a, 64, total * sizeof(float)) != 0)
+        return BERT_ENOMEM;
+    free(s->arena);
+    s->arena = a;
+    s->cap_tokens = T;
+    s->cap_seq = maxn;
+    s->x = a;
+    a += al16(th);
+    s->q = a;
+    a += al16(th);
+    s->k = a;
+    a += al16(th);
+    s->v = a;
+    a += al16(th);
+    s->ctx = a;
+    a += al16(th);
+    s->tmp = a;
+    a += al16(th);
+    s->inter = a;
+    a += al16(ti);
+    s->scores = a;
+    return BERT_OK;
+}
+
+int bert_session_create(const bert_model *m, const bert_session_params *params,
+                        bert_session **out, bert_error *err)
+{
+    bert_session_params p = params ? *params : bert_session_default_params();
+    if (out)
+        *out = NULL;
+    if (!m || !out)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_session_create: model and out must not be "
+                         "NULL");
+    if (p.n_threads < 1 || p.n_threads > 1024)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_session_create: n_threads %d out of range "
+                         "1..1024",
+                         p.n_threads);
+    if (p.max_tokens == 0)
+        p.max_tokens = 4096;
+    if (p.max_tokens > (size_t)1 << 24)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_session_create: max_tokens %zu is absurd",
+                         p.max_tokens);
+    bert_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    s->m = m;
+    s->n_threads = p.n_threads;
+    s->gemm = bert__gemm_ctx_create(p.n_threads);
+    size_t maxn = m->max_len < p.max_tokens ? m->max_len : p.max_tokens;
+    if (!s->gemm || bert__session_reserve(s, p.max_tokens, maxn) != BERT_OK) {
+        bert_session_free(s);
+        return bert__err(err, BERT_ENOMEM,
+                         "out of memory for a session of %zu tokens",
+                         p.max_tokens);
+    }
+    *out = s;
+    return BERT_OK;
+}
+
+void bert_session_free(bert_session *s)
+{
+    if (!s)
+        return;
+    bert__gemm_ctx_free(s->gemm);
+    free(s->arena);
+    if (s->enc)
+        bert_encoding_free(s->enc);
+    free(s->win_ids);
+    free(s->win_types);
+    free(s->win_logits);
+    free(s);
+}
+
+const char *bert_session_errmsg(const bert_session *s)
+{
+    return s ? s->errmsg : "no session";
+}
+
+int bert_session_set_threads(bert_session *s, int n_threads)
+{
+    if (!s || n_threads < 1 || n_threads > 1024)
+        return BERT_EINVAL;
+    s->n_threads = n_threads;
+    bert__gemm_ctx_set_threads(s->gemm, n_threads);
+    return BERT_OK;
+}
+
+int bert_session_run(bert_session *s, const bert_input *in, size_t batch,
+                     const bert_outputs *out)
+{
+    if (!s)
+        return BERT_EINVAL;
+    s->errmsg[0] = '\0';
+    if (!in || !out || batch == 0)
+        return bert__session_fail(s, BERT_EINVAL,
+                                  "bert_session_run: need inputs, outputs "
+                                  "and batch >= 1");
+    const bert_model *m = s->m;
+    const bert_config *c = &m->cfg.pub;
+    size_t T = 0, maxn = 0;
+    for (size_t b = 0; b < batch; b++) {
+        size_t n = in[b].n;
+        if (n == 0 || n > m->max_len || !in[b].ids)
+            return bert__session_fail(
+                s, BERT_EINVAL,
+                "sequence %zu: %zu tokens (need 1..%zu and ids)", b, n,
+                m->max_len);
+        for (size_t t = 0; t < n; t++) {
+            if (in[b].ids[t] < 0 || (size_t)in[b].ids[t] >= c->vocab_size)
+                return bert__session_fail(
+                    s, BERT_EINVAL,
+                    "sequence %zu token %zu: id %d outside the vocabulary "
+                    "(0..%zu)",
+                    b, t, (int)in[b].ids[t], c->vocab_size - 1);
+            if (!c->is_distilbert && in[b].type_ids &&
+                (in[b].type_ids[t] < 0 ||
+                 (size_t)in[b].type_ids[t] >= c->type_vocab))
+                return bert__session_fail(
+                    s, BERT_EINVAL,
+                    "sequence %zu token %zu: type id %d outside 0..%zu", b, t,
+                    (int)in[b].type_ids[t], c->type_vocab - 1);
+        }
+        T += n;
+        if (n > maxn)
+            maxn = n;
+    }
+    if (bert__session_reserve(s, T, maxn) != BERT_OK)
+        return bert__session_fail(s, BERT_ENOMEM,
+                                  "out of memory growing the arena to %zu "
+                                  "tokens",
+                                  T);
+    bert__encoder_forward(s, in, batch, T);
+    bert__heads_forward(s, in, batch, T, m->has_pooler_out ? out->pooler : NULL,
+                        c->task != BERT_TASK_BASE ? out->logits : NULL);
+    if (out->hidden)
+        memcpy(out->hidden, s->x, T * c->hidden * sizeof(float));
+    return BERT_OK;
+}

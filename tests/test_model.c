@@ -1,0 +1,371 @@
+/* test_model.c - parity with Hugging Face on every fixture of
+ * $SHARED_DIR/fixtures: ids from the tokenizer, then logits, pooler_output
+ * and last_hidden_state (where attention_mask == 1) within 1e-4 absolute,
+ * for the whole texts file as one batch and one text at a time, with 1 and
+ * 2 threads.  Skips (77) when the shared directory is absent. */
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "libbert/bert.h"
+#include "libbert/safetensors.h"
+
+#define TOL 1e-4
+
+static char fixtures_dir[4096];
+static char *names[64];
+static size_t n_names;
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *read_file_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n] = '\0';
+        *len = (size_t)n;
+    }
+    return b;
+}
+
+typedef struct expected {
+    bert_st_file st;
+    size_t B, S, H, C;
+    int64_t *ids, *types, *mask;
+    float *hidden, *pooler, *logits; /* NULL when absent */
+    int token_logits;
+} expected;
+
+static float *get_f32(const bert_st_file *st, const char *name)
+{
+    const bert_st_tensor *t = bert__st_find(st, name);
+    if (!t)
+        return NULL;
+    float *p = malloc(t->nelem * sizeof *p);
+    bert__st_to_f32(t, p);
+    return p;
+}
+
+static int64_t *get_i64(const bert_st_file *st, const char *name)
+{
+    const bert_st_tensor *t = bert__st_find(st, name);
+    if (!t)
+        return NULL;
+    int64_t *p = malloc(t->nelem * sizeof *p);
+    if (bert__st_to_i64(t, p) != BERT_OK) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int load_expected(const char *dir, expected *e)
+{
+    char path[8400];
+    bert_error err;
+    memset(e, 0, sizeof *e);
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    if (bert__st_open(path, &e->st, &err) != BERT_OK) {
+        fprintf(stderr, "%s\n", err.text);
+        return -1;
+    }
+    const bert_st_tensor *h = bert__st_find(&e->st, "last_hidden_state");
+    if (!h || h->ndim != 3)
+        return -1;
+    e->B = h->shape[0];
+    e->S = h->shape[1];
+    e->H = h->shape[2];
+    e->ids = get_i64(&e->st, "input_ids");
+    e->types = get_i64(&e->st, "token_type_ids");
+    e->mask = get_i64(&e->st, "attention_mask");
+    e->hidden = get_f32(&e->st, "last_hidden_state");
+    e->pooler = get_f32(&e->st, "pooler_output");
+    e->logits = get_f32(&e->st, "logits");
+    const bert_st_tensor *l = bert__st_find(&e->st, "logits");
+    if (l) {
+        e->token_logits = l->ndim == 3;
+        e->C = l->shape[l->ndim - 1];
+    }
+    return e->ids && e->types && e->mask && e->hidden ? 0 : -1;
+}
+
+static void free_expected(expected *e)
+{
+    free(e->ids);
+    free(e->types);
+    free(e->mask);
+    free(e->hidden);
+    free(e->pooler);
+    free(e->logits);
+    bert__st_close(&e->st);
+}
+
+/* ---- the check ------------------------------------------------------------ */
+
+typedef struct maxdiff {
+    double logits, pooler, hidden;
+} maxdiff;
+
+static void upd(double *m, double d)
+{
+    if (!(d <= *m)) /* NaN propagates as a failure */
+        *m = isnan(d) ? INFINITY : d;
+}
+
+/* Runs sequences [b0, b1) as one batch and compares. */
+static int run_compare(bert_session *s, const bert_model *m, const expected *e,
+                       int32_t *ids, int32_t *types, const size_t *lens,
+                       size_t b0, size_t b1, maxdiff *md)
+{
+    const bert_config *c = bert_model_config(m);
+    size_t H = e->H, C = c->num_labels, T = 0;
+    bert_input in[512];
+    for (size_t b = b0; b < b1; b++) {
+        in[b - b0].ids = ids + b * e->S;
+        in[b - b0].type_ids = types + b * e->S;
+        in[b - b0].n = lens[b];
+        T += lens[b];
+    }
+    size_t B = b1 - b0;
+    float *hidden = malloc(T * H * sizeof(float));
+    float *pooler = malloc(B * H * sizeof(float));
+    size_t nlog = (e->token_logits ? T : B) * (C ? C : 1);
+    float *logits = malloc(nlog * sizeof(float));
+    bert_outputs out = {logits, pooler, hidden};
+    int rc = bert_session_run(s, in, B, &out);
+    if (rc != BERT_OK) {
+        fprintf(stderr, "run failed: %s: %s\n", bert_strerror(rc),
+                bert_session_errmsg(s));
+        free(hidden);
+        free(pooler);
+        free(logits);
+        return -1;
+    }
+    size_t row = 0;
+    for (size_t b = b0; b < b1; b++) {
+        for (size_t t = 0; t < lens[b]; t++, row++) {
+            const float *want = e->hidden + (b * e->S + t) * H;
+            for (size_t i = 0; i < H; i++)
+                upd(&md->hidden, fabs((double)hidden[row * H + i] - want[i]));
+            if (e->logits && e->token_logits) {
+                const float *wl = e->logits + (b * e->S + t) * e->C;
+                for (size_t i = 0; i < C; i++)
+                    upd(&md->logits, fabs((double)logits[row * C + i] - wl[i]));
+            }
+        }
+        if (e->pooler)
+            for (size_t i = 0; i < H; i++)
+                upd(&md->pooler, fabs((double)pooler[(b - b0) * H + i] -
+                                      e->pooler[b * H + i]));
+        if (e->logits && !e->token_logits)
+            for (size_t i = 0; i < C; i++)
+                upd(&md->logits, fabs((double)logits[(b - b0) * C + i] -
+                                      e->logits[b * e->C + i]));
+    }
+    free(hidden);
+    free(pooler);
+    free(logits);
+    return 0;
+}
+
+/* Tokenizer check: texts.txt through the model's tokenizer gives the
+ * expected ids and type ids. */
+static int check_tokens(const bert_model *m, const char *dir,
+                        const expected *e, const size_t *lens)
+{
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    char path[8400];
+    size_t len;
+    snprintf(path, sizeof path, "%s/texts.txt", dir);
+    char *txt = read_file_all(path, &len);
+    if (!txt || !tok) {
+        free(txt);
+        return -1;
+    }
+    bert_encoding *enc = bert_encoding_create();
+    bert_encode_params p = bert_encode_default_params();
+    p.max_length = bert_model_max_length(m);
+    size_t b = 0, bad = 0;
+    char *line = txt, *end = txt + len;
+    while (line < end && b < e->B) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl)
+            nl = end;
+        char *tab = memchr(line, '\t', (size_t)(nl - line));
+        const char *pair = NULL;
+        size_t plen = 0, tlen = (size_t)(nl - line);
+        if (tab) {
+            pair = tab + 1;
+            plen = (size_t)(nl - pair);
+            tlen = (size_t)(tab - line);
+        }
+        bert_error err;
+        int rc = bert_tokenizer_encode(tok, line, tlen, pair, plen, &p, enc,
+                                       &err);
+        int ok = rc == BERT_OK && enc->n == lens[b];
+        for (size_t t = 0; ok && t < enc->n; t++)
+            ok = enc->ids[t] == e->ids[b * e->S + t] &&
+                 enc->type_ids[t] == e->types[b * e->S + t];
+        if (!ok) {
+            if (bad++ < 3)
+                fprintf(stderr, "  line %zu: ids differ (rc %d, %zu vs %zu "
+                        "tokens)\n",
+                        b + 1, rc, rc == BERT_OK ? enc->n : 0, lens[b]);
+        }
+        b++;
+        line = nl + 1;
+    }
+    bert_encoding_free(enc);
+    free(txt);
+    if (b != e->B) {
+        fprintf(stderr, "  texts.txt has %zu lines, expected %zu\n", b, e->B);
+        return -1;
+    }
+    return bad ? -1 : 0;
+}
+
+static void check_fixture(const char *name)
+{
+    char dir[8400];
+    snprintf(dir, sizeof dir, "%s/%s", fixtures_dir, name);
+    bert_model *m = NULL;
+    bert_error err;
+    bert_model_params mp = bert_model_default_params();
+#ifdef TEST_MODEL_NO_TOKENIZER /* only for bring-up without the tokenizer */
+    mp.load_tokenizer = 0;
+#endif
+    int rc = bert_model_load(dir, &mp, &m, &err);
+    if (rc != BERT_OK) {
+        fprintf(stderr, "%s: load failed: %s\n", name, err.text);
+        CU_FAIL("model load");
+        return;
+    }
+    expected e;
+    if (load_expected(dir, &e) != 0) {
+        CU_FAIL("expected.safetensors");
+        free_expected(&e);
+        bert_model_free(m);
+        return;
+    }
+    size_t BS = e.B * e.S;
+    int32_t *ids = malloc(BS * sizeof *ids), *types = malloc(BS * sizeof *types);
+    size_t *lens = calloc(e.B, sizeof *lens);
+    for (size_t i = 0; i < BS; i++) {
+        ids[i] = (int32_t)e.ids[i];
+        types[i] = (int32_t)e.types[i];
+        if (e.mask[i])
+            lens[i / e.S]++;
+    }
+#ifdef TEST_MODEL_NO_TOKENIZER
+    int tok_ok = 1;
+#else
+    int tok_ok = check_tokens(m, dir, &e, lens) == 0;
+#endif
+    CU_ASSERT(tok_ok);
+
+    maxdiff all = {0, 0, 0};
+    for (int threads = 1; threads <= 2; threads++) {
+        bert_session_params sp = bert_session_default_params();
+        sp.n_threads = threads;
+        sp.max_tokens = 256; /* forces the arena to grow once */
+        bert_session *s = NULL;
+        rc = bert_session_create(m, &sp, &s, &err);
+        CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
+        maxdiff batched = {0, 0, 0}, single = {0, 0, 0};
+        CU_ASSERT(run_compare(s, m, &e, ids, types, lens, 0, e.B, &batched) ==
+                  0);
+        for (size_t b = 0; b < e.B; b++)
+            CU_ASSERT(run_compare(s, m, &e, ids, types, lens, b, b + 1,
+                                  &single) == 0);
+        printf("\n  %s threads=%d batched: logits %.3g pooler %.3g hidden "
+               "%.3g; single: logits %.3g pooler %.3g hidden %.3g",
+               name, threads, batched.logits, batched.pooler, batched.hidden,
+               single.logits, single.pooler, single.hidden);
+        upd(&all.logits, batched.logits);
+        upd(&all.logits, single.logits);
+        upd(&all.pooler, batched.pooler);
+        upd(&all.pooler, single.pooler);
+        upd(&all.hidden, batched.hidden);
+        upd(&all.hidden, single.hidden);
+        bert_session_free(s);
+    }
+    printf("\n  %s: largest difference logits %.3g pooler %.3g hidden %.3g "
+           "(tokenizer ids %s)\n",
+           name, all.logits, all.pooler, all.hidden,
+           tok_ok ? "match" : "DIFFER");
+    CU_ASSERT(all.logits <= TOL);
+    CU_ASSERT(all.pooler <= TOL);
+    CU_ASSERT(all.hidden <= TOL);
+    if (e.logits)
+        CU_ASSERT(bert_model_config(m)->num_labels == e.C);
+    free(ids);
+    free(types);
+    free(lens);
+    free_expected(&e);
+    bert_model_free(m);
+}
+
+static void test_all_fixtures(void)
+{
+    CU_ASSERT(n_names > 0);
+    for (size_t i = 0; i < n_names; i++)
+        check_fixture(names[i]);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    const char *shared = getenv("SHARED_DIR");
+    if (!shared)
+        shared = "../shared";
+    snprintf(fixtures_dir, sizeof fixtures_dir, "%s/fixtures", shared);
+    DIR *d = opendir(fixtures_dir);
+    if (!d) {
+        printf("SKIP: %s not found (set SHARED_DIR)\n", fixtures_dir);
+        return 77;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) && n_names < 64) {
+        char p[4400];
+        struct stat st;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/%s/expected.safetensors", fixtures_dir,
+                 de->d_name);
+        if (stat(p, &st) == 0)
+            names[n_names++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n_names, sizeof *names, cmp);
+
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite su = CU_add_suite("model", NULL, NULL);
+    CU_add_test(su, "fixtures parity", test_all_fixtures);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    for (size_t i = 0; i < n_names; i++)
+        free(names[i]);
+    return fails ? 1 : 0;
+}
