@@ -1,0 +1,724 @@
+/*
+ * bert-bench - time libbert's encoder, the machine's fp32 FMA peak and BLIS
+ * sgemm on the model's shapes, in one run.
+ *
+ *   bert-bench [--model DIR | --shape NAME] [--batch N]
+ *              [--seq N | --mixed MIN-MAX | --lengths L1,L2,...]
+ *              [--threads N] [--reps N] [--min-time S] [--text FILE]
+ *              [--vocab FILE] [--no-peak] [--no-blis] [--json]
+ *
+ * --shape writes a random-weight model of that shape (see
+ * bench/random_model.h) to a temporary directory and loads it through
+ * bert_model_load like any checkpoint (memory-mapped).  Inputs are
+ * [CLS] w... [SEP] with the same deterministic ids as
+ * ../shared/bench/ort/ort_bench.js.  The encoder runs on a packed batch
+ * (bert_session_run), timed after a warm-up: median milliseconds per batch,
+ * sequences/s, and GFLOP/s counting the dense layers, QK^T/PV and the
+ * heads.
+ *
+ * --text FILE instead times the whole pipeline on the file's lines
+ * (tokenize, then run, --batch lines at a time) and reports the
+ * tokenizer's share of the time; with --shape it needs --vocab (a
+ * vocab.txt, uncased).
+ *
+ * --json prints one object per line (keys: seq_per_s, median_ms, gflops,
+ * blis_gflops, peak_gflops, ...).  Exit status 0, 1 on usage errors, 2 when
+ * the model or input cannot be used.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blis.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+#include "apps/common.h"
+#include "bench/random_model.h"
+#include "libbert/bert.h"
+#include "libbert/gemm_avx512.h"
+
+static const char usage[] =
+    "usage: bert-bench [--model DIR | --shape NAME] [--batch N]\n"
+    "                  [--seq N | --mixed MIN-MAX | --lengths L1,L2,...]\n"
+    "                  [--threads N] [--reps N] [--min-time S]\n"
+    "                  [--text FILE] [--vocab FILE] [--no-peak] [--no-blis]\n"
+    "                  [--json]\n";
+
+typedef struct opts {
+    const char *model, *shape, *text, *vocab, *lengths;
+    size_t batch, seq, mix_lo, mix_hi;
+    int threads, reps, json, no_peak, no_blis;
+    double min_time;
+} opts;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- machine load --------------------------------------------------------- */
+
+/* Busy CPU seconds of the whole machine (/proc/stat) and of this process:
+ * (machine - own) / wall is how many cores other processes kept busy. */
+static double machine_busy_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    unsigned long long v[10] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+                   &v[8], &v[9]);
+    fclose(f);
+    if (n < 5)
+        return 0;
+    unsigned long long busy = 0;
+    for (int i = 0; i < n; i++)
+        if (i != 3 && i != 4) /* idle, iowait */
+            busy += v[i];
+    return (double)busy / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double own_cpu_s(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return (double)r.ru_utime.tv_sec + 1e-6 * (double)r.ru_utime.tv_usec +
+           (double)r.ru_stime.tv_sec + 1e-6 * (double)r.ru_stime.tv_usec;
+}
+
+static double loadavg1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* ---- FMA peak ------------------------------------------------------------- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* 12 independent FMA chains (latency 4 x 2 ports needs >= 8). */
+__attribute__((target("avx512f"))) static float fma512(long iters)
+{
+    __m512 r[12];
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    for (int j = 0; j < 12; j++)
+        r[j] = _mm512_set1_ps((float)j);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++)
+            r[j] = _mm512_fmadd_ps(r[j], x, y);
+        __asm__ volatile("" : "+v"(r[0]), "+v"(r[1]), "+v"(r[2]), "+v"(r[3]),
+                         "+v"(r[4]), "+v"(r[5]), "+v"(r[6]), "+v"(r[7]),
+                         "+v"(r[8]), "+v"(r[9]), "+v"(r[10]), "+v"(r[11]));
+    }
+    float s = 0;
+    for (int j = 0; j < 12; j++)
+        s += _mm512_reduce_add_ps(r[j]);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static float fma256(long iters)
+{
+    __m256 r[12];
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+    for (int j = 0; j < 12; j++)
+        r[j] = _mm256_set1_ps((float)j);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++)
+            r[j] = _mm256_fmadd_ps(r[j], x, y);
+        __asm__ volatile("" : "+x"(r[0]), "+x"(r[1]), "+x"(r[2]), "+x"(r[3]),
+                         "+x"(r[4]), "+x"(r[5]), "+x"(r[6]), "+x"(r[7]),
+                         "+x"(r[8]), "+x"(r[9]), "+x"(r[10]), "+x"(r[11]));
+    }
+    float s = 0, t[8];
+    for (int j = 0; j < 12; j++) {
+        _mm256_storeu_ps(t, r[j]);
+        for (int k = 0; k < 8; k++)
+            s += t[k];
+    }
+    return s;
+}
+#endif
+
+/* Best of 3 runs of an FMA loop on `threads` threads, in GFLOP/s; *width
+ * gets the vector width in bits (0 when unknown). */
+static double fma_peak(int threads, int *width)
+{
+    *width = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    int w = bert__cpu_has_avx512() ? 512
+            : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+                ? 256 : 0;
+    if (!w)
+        return 0;
+    *width = w;
+    const long iters = 20000000;
+    double best = 0;
+    volatile float sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_s();
+        float s = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+#endif
+        s += w == 512 ? fma512(iters) : fma256(iters);
+        double t = now_s() - t0;
+        sink += s;
+#ifdef _OPENMP
+        int nt = threads;
+#else
+        int nt = 1;
+#endif
+        double g = (double)nt * (double)iters * 12.0 * (w / 32) * 2.0 / t / 1e9;
+        if (g > best)
+            best = g;
+    }
+    (void)sink;
+    return best;
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
+/* ---- BLIS alone on the model's shapes ------------------------------------- */
+
+/* The dense products of one encoder layer on T packed tokens, each as
+ * libbert calls them: Y (T,out) = X (T,in) W^T with W (out,in) row-major.
+ * Returns GFLOP/s (total flops / sum of per-shape median times). */
+static double blis_layer_gflops(size_t T, size_t H, size_t I, int threads,
+                                cntx_t *cx)
+{
+    const size_t shp[6][2] = {{H, H}, {H, H}, {H, H}, {H, H}, {I, H}, {H, I}};
+    size_t maxw = I * H, maxx = T * (I > H ? I : H);
+    float *W = malloc(maxw * sizeof *W), *X = malloc(maxx * sizeof *X),
+          *Y = malloc(maxx * sizeof *Y);
+    if (!W || !X || !Y) {
+        free(W), free(X), free(Y);
+        return 0;
+    }
+    for (size_t i = 0; i < maxw; i++)
+        W[i] = (float)((i * 7919) % 1000) * 1e-4f - 0.05f;
+    for (size_t i = 0; i < maxx; i++)
+        X[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    rntm_t rn = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads, &rn);
+    float one = 1, zero = 0;
+    double flops = 0, tsum = 0;
+    for (int s = 0; s < 6; s++) {
+        dim_t out = (dim_t)shp[s][0], in = (dim_t)shp[s][1];
+        double t[7];
+        int reps = 7;
+        for (int r = -1; r < reps; r++) {
+            double t0 = now_s();
+            bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)T, out, in,
+                         &one, X, in, 1, W, 1, in, &zero, Y, out, 1, cx, &rn);
+            if (r >= 0)
+                t[r] = now_s() - t0;
+        }
+        qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+        flops += 2.0 * (double)T * (double)out * (double)in;
+        tsum += t[reps / 2];
+    }
+    free(W), free(X), free(Y);
+    return flops / tsum / 1e9;
+}
+
+/* ---- inputs --------------------------------------------------------------- */
+
+/* Same ids as ort_bench.js: [CLS] w... [SEP], w depends on (b, t). */
+static void fill_ids(int32_t *ids, size_t b, size_t n)
+{
+    for (size_t t = 0; t < n; t++) {
+        int32_t id = 1000 + (int32_t)((b * 7919 + t * 104729) % 29000);
+        if (t == 0)
+            id = 101;
+        if (t == n - 1)
+            id = 102;
+        ids[t] = id;
+    }
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v == 0 || s[0] == '-')
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+/* Lengths of the batch: --lengths list (its count is the batch), --mixed
+ * uniform draws from a fixed-seed LCG, or --seq for all. */
+static size_t *make_lengths(const opts *o, size_t *batch)
+{
+    size_t n = o->batch;
+    if (o->lengths) {
+        n = 1;
+        for (const char *p = o->lengths; *p; p++)
+            n += *p == ',';
+    }
+    size_t *len = calloc(n, sizeof *len);
+    if (!len)
+        return NULL;
+    if (o->lengths) {
+        const char *p = o->lengths;
+        for (size_t i = 0; i < n; i++) {
+            char *end;
+            unsigned long v = strtoul(p, &end, 10);
+            if (end == p || v == 0 || (*end && *end != ',')) {
+                free(len);
+                return NULL;
+            }
+            len[i] = v;
+            p = *end ? end + 1 : end;
+        }
+    } else if (o->mix_lo) {
+        uint64_t s = 12345;
+        for (size_t i = 0; i < n; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            len[i] = o->mix_lo + (size_t)((s >> 33) % (o->mix_hi - o->mix_lo + 1));
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            len[i] = o->seq;
+    }
+    *batch = n;
+    return len;
+}
+
+/* ---- model ---------------------------------------------------------------- */
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    int rc = -1;
+    if (a && b) {
+        char buf[65536];
+        size_t k;
+        rc = 0;
+        while ((k = fread(buf, 1, sizeof buf, a)) > 0)
+            if (fwrite(buf, 1, k, b) != k)
+                rc = -1;
+        if (ferror(a))
+            rc = -1;
+    }
+    if (a)
+        fclose(a);
+    if (b && fclose(b) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* Writes the random model for o->shape into a fresh temporary directory,
+ * loads it (mapped), then removes the files (the mapping stays valid). */
+static int load_shape(const opts *o, const bench_shape *sh, bert_model **m,
+                      double *write_s)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], path[4200], err[512];
+    snprintf(dir, sizeof dir, "%s/bert-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bert-bench: mkdtemp %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    double t0 = now_s();
+    int rc = bench_write_random_model(dir, sh, 1, err, sizeof err);
+    *write_s = now_s() - t0;
+    if (rc)
+        fprintf(stderr, "bert-bench: %s\n", err);
+    if (!rc && o->vocab) {
+        snprintf(path, sizeof path, "%s/vocab.txt", dir);
+        if ((rc = copy_file(o->vocab, path)))
+            fprintf(stderr, "bert-bench: cannot copy %s\n", o->vocab);
+    }
+    if (!rc) {
+        bert_model_params mp = bert_model_default_params();
+        mp.load_tokenizer = o->vocab != NULL;
+        bert_error e;
+        if ((rc = bert_model_load(dir, &mp, m, &e)))
+            fprintf(stderr, "bert-bench: %s\n", e.text);
+    }
+    static const char *files[] = {"config.json", "model.safetensors", "vocab.txt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return rc ? -1 : 0;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+typedef struct result {
+    size_t batch, tokens, maxlen, iters;
+    double median_ms, min_ms, seq_per_s, gflops;
+    double foreign;
+} result;
+
+/* Times bert_session_run on the batch: warm-up (>= 1 run, >= 0.5 s), then
+ * o->reps runs, or >= 5 runs and >= min_time seconds (at most 1000). */
+static int time_runs(const opts *o, bert_session *s, const bert_input *in,
+                     size_t batch, const bert_outputs *out, result *r)
+{
+    double w0 = now_s();
+    for (int i = 0; i < 1 || now_s() - w0 < 0.5; i++) {
+        int rc = bert_session_run(s, in, batch, out);
+        if (rc) {
+            fprintf(stderr, "bert-bench: run: %s: %s\n", bert_strerror(rc),
+                    bert_session_errmsg(s));
+            return -1;
+        }
+    }
+    size_t cap = o->reps > 0 ? (size_t)o->reps : 1000, n = 0;
+    double *t = malloc(cap * sizeof *t);
+    if (!t)
+        return -1;
+    double mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = now_s();
+    while (n < cap && (o->reps > 0 || n < 5 || now_s() - s0 < o->min_time)) {
+        double a = now_s();
+        bert_session_run(s, in, batch, out);
+        t[n++] = now_s() - a;
+    }
+    double wall = now_s() - s0;
+    r->foreign = (machine_busy_s() - mb0 - (own_cpu_s() - oc0)) / wall;
+    qsort(t, n, sizeof *t, cmp_double);
+    r->iters = n;
+    r->median_ms = 1e3 * t[n / 2];
+    r->min_ms = 1e3 * t[0];
+    free(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.batch = 1, .seq = 128, .threads = 1, .min_time = 2.0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        size_t z;
+        if (!strcmp(a, "--json")) { o.json = 1; continue; }
+        if (!strcmp(a, "--no-peak")) { o.no_peak = 1; continue; }
+        if (!strcmp(a, "--no-blis")) { o.no_blis = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return EXIT_OK;
+        }
+        if (!v) {
+            fprintf(stderr, "bert-bench: %s needs a value\n%s", a, usage);
+            return EXIT_USAGE;
+        }
+        i++;
+        if (!strcmp(a, "--model")) o.model = v;
+        else if (!strcmp(a, "--shape")) o.shape = v;
+        else if (!strcmp(a, "--text")) o.text = v;
+        else if (!strcmp(a, "--vocab")) o.vocab = v;
+        else if (!strcmp(a, "--lengths")) o.lengths = v;
+        else if (!strcmp(a, "--batch") && !parse_size(v, &z)) o.batch = z;
+        else if (!strcmp(a, "--seq") && !parse_size(v, &z)) o.seq = z;
+        else if (!strcmp(a, "--threads") && !parse_size(v, &z) && z <= 1024)
+            o.threads = (int)z;
+        else if (!strcmp(a, "--reps") && !parse_size(v, &z) && z <= 100000)
+            o.reps = (int)z;
+        else if (!strcmp(a, "--min-time") && atof(v) > 0) o.min_time = atof(v);
+        else if (!strcmp(a, "--mixed")) {
+            char *end;
+            unsigned long lo = strtoul(v, &end, 10), hi = 0;
+            if (*end == '-')
+                hi = strtoul(end + 1, &end, 10);
+            if (*end || lo == 0 || hi < lo) {
+                fprintf(stderr, "bert-bench: --mixed wants MIN-MAX\n");
+                return EXIT_USAGE;
+            }
+            o.mix_lo = lo;
+            o.mix_hi = hi;
+        } else {
+            fprintf(stderr, "bert-bench: bad option %s %s\n%s", a, v, usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (!o.model == !o.shape) {
+        fprintf(stderr, "bert-bench: give exactly one of --model or --shape\n%s",
+                usage);
+        return EXIT_USAGE;
+    }
+    const bench_shape *sh = NULL;
+    bench_shape model_shape;
+    if (o.shape && !(sh = bench_shape_find(o.shape))) {
+        fprintf(stderr, "bert-bench: unknown shape %s (%s)\n", o.shape,
+                bench_shape_names());
+        return EXIT_USAGE;
+    }
+    if (o.text && o.shape && !o.vocab) {
+        fprintf(stderr, "bert-bench: --text with --shape needs --vocab FILE\n");
+        return EXIT_USAGE;
+    }
+
+    bert_model *m = NULL;
+    double write_s = 0, t0 = now_s();
+    if (sh) {
+        if (load_shape(&o, sh, &m, &write_s))
+            return EXIT_BADINPUT;
+    } else {
+        bert_error e;
+        bert_model_params mp = bert_model_default_params();
+        mp.load_tokenizer = o.text != NULL;
+        if (bert_model_load(o.model, &mp, &m, &e)) {
+            fprintf(stderr, "bert-bench: %s\n", e.text);
+            return EXIT_BADINPUT;
+        }
+    }
+    double load_s = now_s() - t0 - write_s;
+    const bert_config *cfg = bert_model_config(m);
+    if (!sh) {
+        model_shape = (bench_shape){o.model, cfg->is_distilbert, (int)cfg->layers,
+                                    (int)cfg->hidden, (int)cfg->heads,
+                                    (int)cfg->intermediate};
+        sh = &model_shape;
+    }
+    const char *name = o.shape ? o.shape : o.model;
+
+    bert_session_params sp = bert_session_default_params();
+    sp.n_threads = o.threads;
+    bert_session *s = NULL;
+    bert_error e;
+    if (bert_session_create(m, &sp, &s, &e)) {
+        fprintf(stderr, "bert-bench: %s\n", e.text);
+        bert_model_free(m);
+        return EXIT_BADINPUT;
+    }
+    size_t C = cfg->num_labels ? cfg->num_labels : 1;
+    size_t maxlen = bert_model_max_length(m);
+    int status = EXIT_OK;
+    result r = {0};
+    double tok_share = -1, tok_s = 0, run_s = 0, text_mb = 0;
+    size_t *len = NULL;
+    bert_input *in = NULL;
+    int32_t *ids = NULL;
+    float *logits = NULL;
+
+    if (!o.text) {
+        size_t batch;
+        len = make_lengths(&o, &batch);
+        if (!len) {
+            fprintf(stderr, "bert-bench: bad --lengths\n");
+            status = EXIT_USAGE;
+            goto done;
+        }
+        size_t T = 0, mx = 0;
+        for (size_t b = 0; b < batch; b++) {
+            if (len[b] > maxlen) {
+                fprintf(stderr, "bert-bench: length %zu > model maximum %zu\n",
+                        len[b], maxlen);
+                status = EXIT_USAGE;
+                goto done;
+            }
+            T += len[b];
+            mx = len[b] > mx ? len[b] : mx;
+        }
+        in = calloc(batch, sizeof *in);
+        ids = malloc(T * sizeof *ids);
+        logits = malloc(batch * C * sizeof *logits);
+        if (!in || !ids || !logits) {
+            fprintf(stderr, "bert-bench: out of memory\n");
+            status = EXIT_BADINPUT;
+            goto done;
+        }
+        double flops = 0;
+        for (size_t b = 0, off = 0; b < batch; off += len[b], b++) {
+            fill_ids(ids + off, b, len[b]);
+            in[b].ids = ids + off;
+            in[b].n = len[b];
+            flops += bench_flops(sh, len[b]);
+        }
+        bert_outputs out = {.logits = cfg->num_labels ? logits : NULL};
+        if (time_runs(&o, s, in, batch, &out, &r)) {
+            status = EXIT_BADINPUT;
+            goto done;
+        }
+        r.batch = batch;
+        r.tokens = T;
+        r.maxlen = mx;
+        r.seq_per_s = (double)batch / (r.median_ms / 1e3);
+        r.gflops = flops / (r.median_ms / 1e3) / 1e9;
+    } else {
+        /* Whole pipeline over the file, --batch lines at a time. */
+        const bert_tokenizer *tok = bert_model_tokenizer(m);
+        FILE *f = fopen(o.text, "rb");
+        if (!f || !tok) {
+            fprintf(stderr, "bert-bench: %s: %s\n", o.text,
+                    f ? "model has no tokenizer" : strerror(errno));
+            if (f)
+                fclose(f);
+            status = EXIT_BADINPUT;
+            goto done;
+        }
+        size_t nb = o.batch;
+        bert_encoding **enc = calloc(nb, sizeof *enc);
+        in = calloc(nb, sizeof *in);
+        logits = malloc(nb * C * sizeof *logits);
+        char *line = NULL;
+        size_t cap = 0;
+        int ok = enc && in && logits;
+        for (size_t i = 0; ok && i < nb; i++)
+            ok = (enc[i] = bert_encoding_create()) != NULL;
+        bert_encode_params ep = bert_encode_default_params();
+        ep.max_length = maxlen;
+        bert_outputs out = {.logits = cfg->num_labels ? logits : NULL};
+        double flops = 0, mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = now_s();
+        size_t lines = 0, toks = 0;
+        long n;
+        int eof = 0;
+        while (ok && !eof) {
+            size_t k = 0;
+            double a = now_s();
+            while (k < nb) {
+                if ((n = app_read_line(f, &line, &cap)) < 0) {
+                    eof = 1;
+                    break;
+                }
+                text_mb += (double)(n + 1) / 1e6;
+                if (bert_tokenizer_encode(tok, line, (size_t)n, NULL, 0, &ep,
+                                          enc[k], &e))
+                    continue; /* invalid UTF-8: skipped */
+                in[k].ids = enc[k]->ids;
+                in[k].type_ids = enc[k]->type_ids;
+                in[k].n = enc[k]->n;
+                toks += enc[k]->n;
+                flops += bench_flops(sh, enc[k]->n);
+                k++;
+            }
+            double b = now_s();
+            tok_s += b - a;
+            if (k && bert_session_run(s, in, k, &out)) {
+                fprintf(stderr, "bert-bench: run: %s\n", bert_session_errmsg(s));
+                ok = 0;
+            }
+            run_s += now_s() - b;
+            lines += k;
+        }
+        double wall = now_s() - s0;
+        r.foreign = (machine_busy_s() - mb0 - (own_cpu_s() - oc0)) / wall;
+        fclose(f);
+        free(line);
+        for (size_t i = 0; enc && i < nb; i++)
+            bert_encoding_free(enc[i]);
+        free(enc);
+        if (!ok) {
+            status = EXIT_BADINPUT;
+            goto done;
+        }
+        r.batch = lines;
+        r.tokens = toks;
+        r.iters = 1;
+        r.median_ms = 1e3 * (tok_s + run_s);
+        r.seq_per_s = (double)lines / (tok_s + run_s);
+        r.gflops = flops / run_s / 1e9;
+        tok_share = tok_s / (tok_s + run_s);
+    }
+
+    /* Peak and BLIS after the model run, so they see the same machine. */
+    int width = 0;
+    double peak = o.no_peak ? 0 : fma_peak(o.threads, &width);
+    double peak1 = o.no_peak ? 0 : o.threads == 1 ? peak : fma_peak(1, &width);
+    double blis = 0, blis512 = 0;
+    if (!o.no_blis) {
+        size_t T = o.text ? r.tokens / (r.batch ? r.batch : 1) * o.batch : r.tokens;
+        if (T == 0)
+            T = 1;
+        cntx_t cx;
+        blis = blis_layer_gflops(T, (size_t)sh->hidden, (size_t)sh->inter,
+                                 o.threads, NULL);
+        if (bert__blis_cntx_avx512(&cx))
+            blis512 = blis_layer_gflops(T, (size_t)sh->hidden,
+                                        (size_t)sh->inter, o.threads, &cx);
+    }
+    double load = loadavg1();
+    if (o.json) {
+        printf("{\"engine\":\"libbert\",\"model\":\"%s\",\"threads\":%d,"
+               "\"batch\":%zu,\"seq\":%zu,\"tokens\":%zu,\"iters\":%zu,"
+               "\"median_ms\":%.3f,\"min_ms\":%.3f,\"seq_per_s\":%.2f,"
+               "\"gflops\":%.1f,\"peak_gflops\":%.1f,\"peak_1t_gflops\":%.1f,"
+               "\"peak_vector_bits\":%d,\"pct_of_peak\":%.1f,"
+               "\"blis_gflops\":%.1f,\"blis_avx512_ctx_gflops\":%.1f,"
+               "\"load_s\":%.3f,\"loadavg1\":%.2f,\"foreign_cores\":%.2f",
+               name, o.threads, r.batch, r.maxlen, r.tokens, r.iters,
+               r.median_ms, r.min_ms, r.seq_per_s, r.gflops, peak, peak1, width,
+               peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, blis512, load_s,
+               load, r.foreign);
+        if (o.text)
+            printf(",\"text_mb\":%.3f,\"tokenize_s\":%.3f,\"run_s\":%.3f,"
+                   "\"tokenizer_share\":%.4f",
+                   text_mb, tok_s, run_s, tok_share);
+        printf("}\n");
+    } else {
+        printf("model        %s (L=%d H=%d heads=%d I=%d), loaded in %.0f ms\n",
+               name, sh->layers, sh->hidden, sh->heads, sh->inter, 1e3 * load_s);
+        printf("threads      %d\n", o.threads);
+        if (o.text) {
+            printf("text         %s: %zu lines, %.2f MB, %zu tokens\n", o.text,
+                   r.batch, text_mb, r.tokens);
+            printf("pipeline     %.1f seq/s, %.3f s total (tokenize %.3f s, "
+                   "encoder %.3f s)\n",
+                   r.seq_per_s, tok_s + run_s, tok_s, run_s);
+            printf("tokenizer    %.1f%% of the time, %.2f MB/s\n",
+                   100 * tok_share, tok_s > 0 ? text_mb / tok_s : 0.0);
+            printf("encoder      %.1f GFLOP/s\n", r.gflops);
+        } else {
+            printf("batch        %zu sequences, %zu tokens (longest %zu)\n",
+                   r.batch, r.tokens, r.maxlen);
+            printf("time         median %.3f ms per batch (min %.3f, %zu runs)\n",
+                   r.median_ms, r.min_ms, r.iters);
+            printf("throughput   %.2f seq/s, %.1f GFLOP/s\n", r.seq_per_s,
+                   r.gflops);
+        }
+        if (peak > 0)
+            printf("fma peak     %.1f GFLOP/s on %d thread(s) (%d-bit FMA loop; "
+                   "1 thread %.1f): encoder at %.1f%%\n",
+                   peak, o.threads, width, peak1, 100.0 * r.gflops / peak);
+        if (!o.no_blis)
+            printf("blis sgemm   %.1f GFLOP/s (BLIS default context), %.1f "
+                   "(libbert AVX-512 context) on one layer's dense shapes\n",
+                   blis, blis512);
+        printf("machine      load average %.2f, other processes used %.2f "
+               "cores meanwhile\n",
+               load, r.foreign);
+    }
+done:
+    free(len);
+    free(in);
+    free(ids);
+    free(logits);
+    bert_session_free(s);
+    bert_model_free(m);
+    return status;
+}
