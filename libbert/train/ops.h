@@ -1,0 +1,107 @@
+/*
+ * libbert/train/ops.h - forward and backward kernels of the trainer (llm.c
+ * style: raw float arrays, row-major, N = rows, C = channels).
+ *
+ * Conventions:
+ *  - *_forward writes its outputs (no accumulation).
+ *  - *_backward ACCUMULATES (+=) into every gradient it produces (dinp,
+ *    dweight, dbias), so residual branches and tied weights just add up;
+ *    the caller zeroes gradient buffers.
+ *  - Every matrix product goes through BLIS (bli_sgemm_ex with the caller's
+ *    rntm_t, never the global thread setting).  BLIS 0.9 does not split the
+ *    k dimension, and every other reduction here runs in a fixed order, so
+ *    results are bit-identical for a given thread count.
+ *  - Dropout masks come from a counter-based hash of (seed, stream, index):
+ *    no RNG state, the backward pass regenerates the same mask.
+ * Internal (hidden) names; tests compile this file in.
+ */
+#ifndef LIBBERT_TRAIN_OPS_H
+#define LIBBERT_TRAIN_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The opaque BLIS runtime object is passed as void* so this header does not
+ * need blis.h. */
+
+/* out[N,OC] = inp[N,IC] @ W[OC,IC]^T + bias[OC] (bias may be NULL). */
+void bert__t_matmul_forward(float *out, const float *inp, const float *w,
+                            const float *bias, size_t N, size_t IC, size_t OC,
+                            void *rntm);
+/* dinp += dout @ W; dw += dout^T @ inp; dbias += colsum(dout).
+ * Any of dinp, dw, dbias may be NULL. */
+void bert__t_matmul_backward(float *dinp, float *dw, float *dbias,
+                             const float *dout, const float *inp,
+                             const float *w, size_t N, size_t IC, size_t OC,
+                             void *rntm, int n_threads);
+
+/* LayerNorm over the last dim; mean/rstd [N] are saved for backward. */
+void bert__t_layernorm_forward(float *out, float *mean, float *rstd,
+                               const float *inp, const float *w,
+                               const float *b, size_t N, size_t C, float eps,
+                               int n_threads);
+void bert__t_layernorm_backward(float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp,
+                                const float *w, const float *mean,
+                                const float *rstd, size_t N, size_t C,
+                                int n_threads);
+
+enum { BERT_T_ACT_GELU = 0, BERT_T_ACT_GELU_TANH, BERT_T_ACT_RELU,
+       BERT_T_ACT_TANH };
+
+void bert__t_act_forward(int act, float *out, const float *inp, size_t n,
+                         int n_threads);
+/* dinp += dout * act'(inp) */
+void bert__t_act_backward(int act, float *dinp, const float *dout,
+                          const float *inp, size_t n, int n_threads);
+
+/* Embeddings: out[b*T+t] = wte[ids] + wpe[t] + wtt[types] (types NULL = 0;
+ * wtt NULL = no token types). */
+void bert__t_embed_forward(float *out, const int32_t *ids,
+                           const int32_t *types, const float *wte,
+                           const float *wpe, const float *wtt, size_t B,
+                           size_t T, size_t H);
+void bert__t_embed_backward(float *dwte, float *dwpe, float *dwtt,
+                            const float *dout, const int32_t *ids,
+                            const int32_t *types, size_t B, size_t T,
+                            size_t H);
+
+/* Multi-head self-attention core.  qkv[B*T, 3H] holds Q|K|V per row, heads
+ * of size d = H/NH side by side; lens[b] = real length of sequence b (keys
+ * at t >= lens[b] are masked out).  att[B,NH,T,T] = softmax probabilities
+ * (before dropout); out[B*T,H] = dropout(att) @ V.  Dropout with p on the
+ * probabilities when p > 0 (seed/stream select the mask); scratch holds
+ * B*NH*T*T floats (unused and may be NULL when p == 0). */
+void bert__t_attention_forward(float *out, float *att, float *scratch,
+                               const float *qkv,
+                               const size_t *lens, size_t B, size_t T,
+                               size_t H, size_t NH, float p, uint64_t seed,
+                               uint64_t stream, int n_threads);
+/* dqkv += ...; scratch: B*NH*T*T floats */
+void bert__t_attention_backward(float *dqkv, float *scratch,
+                                const float *dout, const float *qkv,
+                                const float *att, const size_t *lens,
+                                size_t B, size_t T, size_t H, size_t NH,
+                                float p, uint64_t seed, uint64_t stream,
+                                int n_threads);
+
+/* In-place dropout: x[i] = keep ? x[i]/(1-p) : 0.  Backward is the same
+ * operation applied to the gradient (same seed/stream). */
+void bert__t_dropout(float *x, size_t n, float p, uint64_t seed,
+                     uint64_t stream, int n_threads);
+/* 1 when element idx of (seed, stream) is kept at drop probability p. */
+int bert__t_keep(uint64_t seed, uint64_t stream, uint64_t idx, float p);
+/* Uniform double in [0,1) from (seed, stream, idx). */
+double bert__t_uniform(uint64_t seed, uint64_t stream, uint64_t idx);
+/* Standard normal from (seed, stream, idx). */
+double bert__t_normal(uint64_t seed, uint64_t stream, uint64_t idx);
+
+/* Softmax cross-entropy over rows of logits[N,C] with targets (< 0 =
+ * ignored).  Returns the summed loss over valid rows (double) and writes
+ * dlogits = scale * (softmax - onehot) for valid rows, 0 for ignored rows
+ * (dlogits may be NULL: loss only). */
+double bert__t_crossentropy(float *dlogits, const float *logits,
+                            const int32_t *targets, size_t N, size_t C,
+                            float scale);
+
+#endif

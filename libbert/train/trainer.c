@@ -1,0 +1,994 @@
+/* libbert/train/trainer.c - BERT training: parameters, forward with cache,
+ * backward, AdamW, schedule, save/load.  See <libbert/bert_train.h>. */
+#include "libbert/train/trainer.h"
+
+#include <blis.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libbert/internal.h"
+#include "libbert/safetensors.h"
+#include "libbert/train/ops.h"
+
+bert_train_params bert_train_default_params(void)
+{
+    bert_train_params p;
+    memset(&p, 0, sizeof p);
+    p.task = BERT_TRAIN_SEQUENCE;
+    p.lr = 5e-5f;
+    p.weight_decay = 0.01f;
+    p.beta1 = 0.9f;
+    p.beta2 = 0.999f;
+    p.eps = 1e-8f;
+    p.max_grad_norm = 1.0f;
+    p.seed = 42;
+    p.n_threads = 1;
+    p.dropout = 1;
+    return p;
+}
+
+/* ---- parameters -------------------------------------------------------- */
+
+static int has_decay(int i)
+{
+    switch (i) {
+    case P_WTE: case P_WPE: case P_WTT: case P_QKVW: case P_AOW: case P_FCW:
+    case P_FC2W: case P_POOLW: case P_CLSW: case P_MTW:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void fill_sizes(bert_trainer *t)
+{
+    size_t V = t->V, H = t->H, L = t->L, I = t->I, C = t->C;
+    size_t *s = t->sizes;
+    memset(s, 0, sizeof t->sizes);
+    s[P_WTE] = V * H;
+    s[P_WPE] = t->P * H;
+    s[P_WTT] = t->TV * H;
+    s[P_LNEW] = s[P_LNEB] = H;
+    s[P_QKVW] = L * 3 * H * H;
+    s[P_QKVB] = L * 3 * H;
+    s[P_AOW] = L * H * H;
+    s[P_AOB] = s[P_LN1W] = s[P_LN1B] = L * H;
+    s[P_FCW] = L * I * H;
+    s[P_FCB] = L * I;
+    s[P_FC2W] = L * H * I;
+    s[P_FC2B] = s[P_LN2W] = s[P_LN2B] = L * H;
+    if (t->task == BERT_TRAIN_SEQUENCE) {
+        s[P_POOLW] = H * H;
+        s[P_POOLB] = H;
+    }
+    if (t->task != BERT_TRAIN_MLM) {
+        s[P_CLSW] = C * H;
+        s[P_CLSB] = C;
+    } else {
+        s[P_MTW] = H * H;
+        s[P_MTB] = s[P_MLNW] = s[P_MLNB] = H;
+        s[P_MBIAS] = V;
+    }
+    t->nparams = 0;
+    for (int i = 0; i < P_COUNT; i++)
+        t->nparams += s[i];
+}
+
+static void point(float *base, const size_t *sizes, float **out)
+{
+    for (int i = 0; i < P_COUNT; i++) {
+        out[i] = sizes[i] ? base : NULL;
+        base += sizes[i];
+    }
+}
+
+static int is_layernorm_weight(int i)
+{
+    return i == P_LNEW || i == P_LN1W || i == P_LN2W || i == P_MLNW;
+}
+
+/* Fresh init of tensor i: N(0, range) for matrices/embeddings, 1 for
+ * LayerNorm weights, 0 for biases (as transformers' _init_weights). */
+static void init_tensor(bert_trainer *t, int i)
+{
+    float *x = t->pt[i];
+    size_t n = t->sizes[i];
+    if (!x)
+        return;
+    if (is_layernorm_weight(i)) {
+        for (size_t k = 0; k < n; k++)
+            x[k] = 1.0f;
+    } else if (has_decay(i)) {
+        for (size_t k = 0; k < n; k++)
+            x[k] = (float)(t->init_range *
+                           bert__t_normal(t->p.seed, 0xabc0000ULL + (uint64_t)i, k));
+        if (i == P_WTE && t->cfg.pad_token_id >= 0 &&
+            (size_t)t->cfg.pad_token_id < t->V)
+            memset(x + (size_t)t->cfg.pad_token_id * t->H, 0,
+                   t->H * sizeof(float));
+    } else {
+        memset(x, 0, n * sizeof(float));
+    }
+}
+
+/* HF names of the slices of tensor i; calls fn(name, ptr, rows, cols) for
+ * each (cols 0 = 1-D). */
+typedef int (*slice_fn)(void *ctx, const char *name, float *p, size_t rows,
+                        size_t cols, int i);
+
+static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
+                          void *ctx)
+{
+    char nm[160];
+    size_t H = t->H, I = t->I;
+    int rc;
+#define EMIT(NAME, PTR, R, C, IDX)                                             \
+    do {                                                                       \
+        if ((rc = fn(ctx, NAME, PTR, R, C, IDX)) != 0)                         \
+            return rc;                                                         \
+    } while (0)
+    EMIT("bert.embeddings.word_embeddings.weight", pt[P_WTE], t->V, H, P_WTE);
+    EMIT("bert.embeddings.position_embeddings.weight", pt[P_WPE], t->P, H, P_WPE);
+    EMIT("bert.embeddings.token_type_embeddings.weight", pt[P_WTT], t->TV, H, P_WTT);
+    EMIT("bert.embeddings.LayerNorm.weight", pt[P_LNEW], H, 0, P_LNEW);
+    EMIT("bert.embeddings.LayerNorm.bias", pt[P_LNEB], H, 0, P_LNEB);
+    static const char *qkv[3] = {"query", "key", "value"};
+    for (size_t l = 0; l < t->L; l++) {
+        for (int j = 0; j < 3; j++) {
+            snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.self.%s.weight", l, qkv[j]);
+            EMIT(nm, pt[P_QKVW] + (l * 3 + (size_t)j) * H * H, H, H, P_QKVW);
+            snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.self.%s.bias", l, qkv[j]);
+            EMIT(nm, pt[P_QKVB] + (l * 3 + (size_t)j) * H, H, 0, P_QKVB);
+        }
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.dense.weight", l);
+        EMIT(nm, pt[P_AOW] + l * H * H, H, H, P_AOW);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.dense.bias", l);
+        EMIT(nm, pt[P_AOB] + l * H, H, 0, P_AOB);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.LayerNorm.weight", l);
+        EMIT(nm, pt[P_LN1W] + l * H, H, 0, P_LN1W);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.LayerNorm.bias", l);
+        EMIT(nm, pt[P_LN1B] + l * H, H, 0, P_LN1B);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.intermediate.dense.weight", l);
+        EMIT(nm, pt[P_FCW] + l * I * H, I, H, P_FCW);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.intermediate.dense.bias", l);
+        EMIT(nm, pt[P_FCB] + l * I, I, 0, P_FCB);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.dense.weight", l);
+        EMIT(nm, pt[P_FC2W] + l * H * I, H, I, P_FC2W);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.dense.bias", l);
+        EMIT(nm, pt[P_FC2B] + l * H, H, 0, P_FC2B);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.LayerNorm.weight", l);
+        EMIT(nm, pt[P_LN2W] + l * H, H, 0, P_LN2W);
+        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.LayerNorm.bias", l);
+        EMIT(nm, pt[P_LN2B] + l * H, H, 0, P_LN2B);
+    }
+    if (pt[P_POOLW]) {
+        EMIT("bert.pooler.dense.weight", pt[P_POOLW], H, H, P_POOLW);
+        EMIT("bert.pooler.dense.bias", pt[P_POOLB], H, 0, P_POOLB);
+    }
+    if (pt[P_CLSW]) {
+        EMIT("classifier.weight", pt[P_CLSW], t->C, H, P_CLSW);
+        EMIT("classifier.bias", pt[P_CLSB], t->C, 0, P_CLSB);
+    }
+    if (pt[P_MTW]) {
+        EMIT("cls.predictions.transform.dense.weight", pt[P_MTW], H, H, P_MTW);
+        EMIT("cls.predictions.transform.dense.bias", pt[P_MTB], H, 0, P_MTB);
+        EMIT("cls.predictions.transform.LayerNorm.weight", pt[P_MLNW], H, 0, P_MLNW);
+        EMIT("cls.predictions.transform.LayerNorm.bias", pt[P_MLNB], H, 0, P_MLNB);
+        EMIT("cls.predictions.bias", pt[P_MBIAS], t->V, 0, P_MBIAS);
+    }
+#undef EMIT
+    return 0;
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+typedef struct {
+    const bert_st_file *f;
+    bert_error *err;
+    const char *path;
+} load_ctx;
+
+static const bert_st_tensor *find_alias(const bert_st_file *f, const char *name)
+{
+    const bert_st_tensor *x = bert__st_find(f, name);
+    if (x)
+        return x;
+    if (strncmp(name, "bert.", 5) == 0) /* BertModel checkpoints: no prefix */
+        return bert__st_find(f, name + 5);
+    if (strcmp(name, "cls.predictions.bias") == 0)
+        return bert__st_find(f, "cls.predictions.decoder.bias");
+    return NULL;
+}
+
+static int is_head(int i)
+{
+    return i >= P_POOLW;
+}
+
+static int load_slice(void *vctx, const char *name, float *p, size_t rows,
+                      size_t cols, int i)
+{
+    load_ctx *c = vctx;
+    const bert_st_tensor *x = find_alias(c->f, name);
+    int ok = x != NULL;
+    if (ok) {
+        if (cols == 0)
+            ok = x->ndim == 1 && x->shape[0] == rows;
+        else
+            ok = x->ndim == 2 && x->shape[0] == rows && x->shape[1] == cols;
+        if (!ok && !is_head(i))
+            return bert__err(c->err, BERT_ESHAPE,
+                             "%s: tensor %s has a shape that contradicts "
+                             "config.json", c->path, name);
+    }
+    if (!ok) {
+        if (is_head(i))
+            return 0; /* keep the fresh initialisation */
+        return bert__err(c->err, BERT_EMISSING, "%s: tensor %s is missing",
+                         c->path, name);
+    }
+    bert__st_to_f32(x, p);
+    return 0;
+}
+
+/* ---- create / free ----------------------------------------------------- */
+
+static float read_init_range(const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    double r = 0.02;
+    if (root) {
+        json_t *v = json_object_get(root, "initializer_range");
+        if (v && json_is_number(v))
+            r = json_number_value(v);
+        json_decref(root);
+    }
+    if (!(r > 0 && r < 10))
+        r = 0.02;
+    return (float)r;
+}
+
+int bert_trainer_create(const char *init_dir, const char *config_json,
+                        const bert_train_params *params, bert_trainer **out,
+                        bert_error *err)
+{
+    if (!out)
+        return bert__err(err, BERT_EINVAL, "bert_trainer_create: out is NULL");
+    *out = NULL;
+    if ((init_dir == NULL) == (config_json == NULL))
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_create: give exactly one of init_dir "
+                         "and config_json");
+    bert_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    t->p = params ? *params : bert_train_default_params();
+    t->task = t->p.task;
+    if (t->task < BERT_TRAIN_SEQUENCE || t->task > BERT_TRAIN_MLM) {
+        free(t);
+        return bert__err(err, BERT_EINVAL, "bert_trainer_create: bad task");
+    }
+    char path[4096];
+    if (init_dir)
+        snprintf(path, sizeof path, "%s/config.json", init_dir);
+    else
+        snprintf(path, sizeof path, "%s", config_json);
+    int rc = bert__config_load(path, &t->cfg, err);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    if (t->cfg.pub.is_distilbert) {
+        bert_trainer_free(t);
+        return bert__err(err, BERT_EUNSUPPORTED,
+                         "%s: DistilBERT models cannot be trained by libbert; "
+                         "use a BERT (model_type \"bert\") model", path);
+    }
+    t->init_range = read_init_range(path);
+    const bert_config *c = &t->cfg.pub;
+    t->V = c->vocab_size;
+    t->H = c->hidden;
+    t->L = c->layers;
+    t->NH = c->heads;
+    t->I = c->intermediate;
+    t->P = c->max_position;
+    t->TV = c->type_vocab;
+    t->act = c->act == BERT_ACT_GELU ? BERT_T_ACT_GELU
+             : c->act == BERT_ACT_RELU ? BERT_T_ACT_RELU
+                                       : BERT_T_ACT_GELU_TANH;
+    /* labels */
+    if (t->task != BERT_TRAIN_MLM) {
+        size_t C = t->p.num_labels ? t->p.num_labels : c->num_labels;
+        if (C == 0)
+            C = 2;
+        if (C > BERT_CFG_MAX_LABELS) {
+            bert_trainer_free(t);
+            return bert__err(err, BERT_EINVAL, "too many labels");
+        }
+        char **names = calloc(C, sizeof *names);
+        if (!names) {
+            bert_trainer_free(t);
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < C; i++) {
+            char buf[32];
+            const char *s;
+            if (t->p.labels && t->p.labels[i])
+                s = t->p.labels[i];
+            else if (t->cfg.labels && i < c->num_labels && C == c->num_labels)
+                s = t->cfg.labels[i];
+            else {
+                snprintf(buf, sizeof buf, "LABEL_%zu", i);
+                s = buf;
+            }
+            names[i] = strdup(s);
+            if (!names[i]) {
+                for (size_t k = 0; k < i; k++)
+                    free(names[k]);
+                free(names);
+                bert_trainer_free(t);
+                return bert__err(err, BERT_ENOMEM, "out of memory");
+            }
+        }
+        if (t->cfg.labels)
+            for (size_t i = 0; i < c->num_labels; i++)
+                free(t->cfg.labels[i]);
+        free(t->cfg.labels);
+        t->cfg.labels = names;
+        t->cfg.pub.num_labels = C;
+        t->C = C;
+    }
+    t->cfg.pub.task = t->task == BERT_TRAIN_SEQUENCE ? BERT_TASK_SEQUENCE
+                      : t->task == BERT_TRAIN_TOKEN  ? BERT_TASK_TOKEN
+                                                     : BERT_TASK_BASE;
+    fill_sizes(t);
+    size_t n = t->nparams;
+    t->params = malloc(n * sizeof(float));
+    t->grads = calloc(n, sizeof(float));
+    t->m = calloc(n, sizeof(float));
+    t->v = calloc(n, sizeof(float));
+    t->rntm = malloc(sizeof(rntm_t));
+    if (!t->params || !t->grads || !t->m || !t->v || !t->rntm) {
+        bert_trainer_free(t);
+        return bert__err(err, BERT_ENOMEM, "out of memory (%zu parameters)", n);
+    }
+    bli_rntm_init((rntm_t *)t->rntm);
+    bli_rntm_set_num_threads(t->p.n_threads < 1 ? 1 : t->p.n_threads,
+                             (rntm_t *)t->rntm);
+    point(t->params, t->sizes, t->pt);
+    point(t->grads, t->sizes, t->gt);
+    for (int i = 0; i < P_COUNT; i++)
+        init_tensor(t, i);
+    if (init_dir) {
+        bert_st_file f;
+        snprintf(path, sizeof path, "%s/model.safetensors", init_dir);
+        rc = bert__st_open(path, &f, err);
+        if (rc) {
+            bert_trainer_free(t);
+            return rc;
+        }
+        load_ctx lc = {&f, err, path};
+        rc = for_each_slice(t, t->pt, load_slice, &lc);
+        bert__st_close(&f);
+        if (rc) {
+            bert_trainer_free(t);
+            return rc;
+        }
+    }
+    *out = t;
+    return BERT_OK;
+}
+
+void bert_trainer_free(bert_trainer *t)
+{
+    if (!t)
+        return;
+    bert__config_free(&t->cfg);
+    free(t->params);
+    free(t->grads);
+    free(t->m);
+    free(t->v);
+    free(t->acts);
+    free(t->ibuf);
+    free(t->rntm);
+    free(t);
+}
+
+size_t bert_trainer_steps(const bert_trainer *t) { return t->steps; }
+const bert_config *bert_trainer_config(const bert_trainer *t)
+{
+    return &t->cfg.pub;
+}
+const char *bert_trainer_label(const bert_trainer *t, size_t id)
+{
+    return (t->cfg.labels && id < t->C) ? t->cfg.labels[id] : NULL;
+}
+size_t bert_trainer_num_params(const bert_trainer *t) { return t->nparams; }
+
+double bert_trainer_lr(const bert_trainer *t)
+{
+    double s = (double)t->steps, w = (double)t->p.warmup_steps;
+    double T = (double)t->p.total_steps;
+    double f;
+    if (s < w)
+        f = s / (w > 1 ? w : 1);
+    else if (t->p.total_steps == 0)
+        f = 1.0;
+    else {
+        double r = T - w;
+        f = (T - s) / (r > 1 ? r : 1);
+        if (f < 0)
+            f = 0;
+    }
+    return t->p.lr * f;
+}
+
+/* ---- activation layout ------------------------------------------------- */
+
+typedef struct {
+    float *emb, *emean, *erstd, *x0;
+    float *qkv, *att, *atty, *r1, *m1, *s1, *x1, *fch, *fca, *r2, *m2, *s2,
+        *x2; /* [L] stacked */
+    float *cls, *ppre, *pout, *hx, *logits;
+    float *mx, *mtpre, *mta, *mln, *mm, *ms;
+    float *dA, *dB, *dqkv, *datty, *dfch, *dfca, *ascr, *dlogits, *dh1, *dh2,
+        *dh3;
+} acts_t;
+
+static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
+{
+    size_t N = B * T, H = t->H, L = t->L, I = t->I, NH = t->NH, C = t->C;
+    size_t att = B * NH * T * T;
+    size_t hr = t->task == BERT_TRAIN_SEQUENCE ? B
+                : t->task == BERT_TRAIN_TOKEN  ? N
+                                               : M;
+    size_t lc = t->task == BERT_TRAIN_MLM ? M * t->V : hr * C;
+    struct {
+        float **p;
+        size_t n;
+    } list[] = {
+        {&a->emb, N * H}, {&a->emean, N}, {&a->erstd, N}, {&a->x0, N * H},
+        {&a->qkv, L * N * 3 * H}, {&a->att, L * att}, {&a->atty, L * N * H},
+        {&a->r1, L * N * H}, {&a->m1, L * N}, {&a->s1, L * N},
+        {&a->x1, L * N * H}, {&a->fch, L * N * I}, {&a->fca, L * N * I},
+        {&a->r2, L * N * H}, {&a->m2, L * N}, {&a->s2, L * N},
+        {&a->x2, L * N * H},
+        {&a->cls, B * H}, {&a->ppre, B * H}, {&a->pout, B * H},
+        {&a->hx, hr * H}, {&a->logits, lc},
+        {&a->mx, M * H}, {&a->mtpre, M * H}, {&a->mta, M * H},
+        {&a->mln, M * H}, {&a->mm, M}, {&a->ms, M},
+        {&a->dA, N * H}, {&a->dB, N * H}, {&a->dqkv, N * 3 * H},
+        {&a->datty, N * H}, {&a->dfch, N * I}, {&a->dfca, N * I},
+        {&a->ascr, att}, {&a->dlogits, lc}, {&a->dh1, (hr > B ? hr : B) * H},
+        {&a->dh2, (hr > B ? hr : B) * H}, {&a->dh3, (hr > B ? hr : B) * H},
+    };
+    size_t total = 0, cnt = sizeof list / sizeof list[0];
+    for (size_t i = 0; i < cnt; i++)
+        total += (list[i].n + 15) & ~(size_t)15;
+    if (total > t->acts_cap) {
+        float *nb = realloc(t->acts, total * sizeof(float));
+        if (!nb)
+            return BERT_ENOMEM;
+        t->acts = nb;
+        t->acts_cap = total;
+    }
+    float *p = t->acts;
+    for (size_t i = 0; i < cnt; i++) {
+        *list[i].p = p;
+        p += (list[i].n + 15) & ~(size_t)15;
+    }
+    return BERT_OK;
+}
+
+/* ---- forward / backward ------------------------------------------------ */
+
+enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD };
+
+static uint64_t stream_of(uint64_t micro, size_t layer, int site)
+{
+    return (micro << 20) | ((uint64_t)layer << 4) | (uint64_t)site;
+}
+
+int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
+                int backward, float weight, float *logits_out, double *loss_out,
+                bert_error *err)
+{
+    if (!bt || !bt->ids || !bt->lengths || bt->batch == 0 || bt->seq_len == 0)
+        return bert__err(err, BERT_EINVAL, "empty or incomplete batch");
+    size_t B = bt->batch, T = bt->seq_len, N = B * T;
+    size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
+    int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
+    if (T > t->P)
+        return bert__err(err, BERT_EINVAL,
+                         "sequence length %zu exceeds max_position_embeddings %zu",
+                         T, t->P);
+    for (size_t b = 0; b < B; b++)
+        if (bt->lengths[b] < 1 || bt->lengths[b] > T)
+            return bert__err(err, BERT_EINVAL, "row %zu: length %zu not in 1..%zu",
+                             b, bt->lengths[b], T);
+    for (size_t i = 0; i < N; i++) {
+        if (bt->ids[i] < 0 || (size_t)bt->ids[i] >= V)
+            return bert__err(err, BERT_EINVAL, "token id %d out of range",
+                             (int)bt->ids[i]);
+        if (bt->type_ids && (bt->type_ids[i] < 0 || (size_t)bt->type_ids[i] >= t->TV))
+            return bert__err(err, BERT_EINVAL, "type id %d out of range",
+                             (int)bt->type_ids[i]);
+    }
+    if ((backward || loss_out) && !bt->labels)
+        return bert__err(err, BERT_EINVAL, "batch without labels");
+    size_t nlab = t->task == BERT_TRAIN_SEQUENCE ? B : N;
+    size_t M = 0;
+    if (bt->labels) {
+        for (size_t i = 0; i < nlab; i++) {
+            int32_t y = bt->labels[i];
+            size_t lim = t->task == BERT_TRAIN_MLM ? V : C;
+            if (y >= 0 && (size_t)y >= lim)
+                return bert__err(err, BERT_EINVAL, "label %d out of range", (int)y);
+            if (t->task == BERT_TRAIN_SEQUENCE && y < 0)
+                return bert__err(err, BERT_EINVAL, "negative sequence label");
+            if (y >= 0)
+                M++;
+        }
+    }
+    if (t->task != BERT_TRAIN_MLM)
+        M = 0;
+    acts_t a;
+    if (layout(t, B, T, M, &a))
+        return bert__err(err, BERT_ENOMEM, "out of memory for activations");
+    if (t->task == BERT_TRAIN_MLM && M + 1 > t->ibuf_cap) {
+        int32_t *nb = realloc(t->ibuf, 2 * (M + 1) * sizeof(int32_t));
+        if (!nb)
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        t->ibuf = nb;
+        t->ibuf_cap = M + 1;
+    }
+    const bert_config *cf = &t->cfg.pub;
+    float eps = cf->layer_norm_eps;
+    int drop = train && t->p.dropout;
+    float ph = drop ? cf->hidden_dropout : 0.0f;
+    float pa = drop ? cf->attention_dropout : 0.0f;
+    float pc = drop ? cf->classifier_dropout : 0.0f;
+    uint64_t seed = t->p.seed, mi = t->micro;
+    void *rn = t->rntm;
+    float **pt = t->pt, **gt = t->gt;
+
+    /* embeddings */
+    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE], pt[P_WPE],
+                          pt[P_WTT], B, T, H);
+    bert__t_layernorm_forward(a.x0, a.emean, a.erstd, a.emb, pt[P_LNEW],
+                              pt[P_LNEB], N, H, eps, nth);
+    bert__t_dropout(a.x0, N * H, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    const float *x = a.x0;
+    for (size_t l = 0; l < L; l++) {
+        float *qkv = a.qkv + l * N * 3 * H, *att = a.att + l * B * NH * T * T;
+        float *atty = a.atty + l * N * H, *r1 = a.r1 + l * N * H;
+        float *x1 = a.x1 + l * N * H, *fch = a.fch + l * N * I;
+        float *fca = a.fca + l * N * I, *r2 = a.r2 + l * N * H;
+        float *x2 = a.x2 + l * N * H;
+        bert__t_matmul_forward(qkv, x, pt[P_QKVW] + l * 3 * H * H,
+                               pt[P_QKVB] + l * 3 * H, N, H, 3 * H, rn);
+        bert__t_attention_forward(atty, att, a.ascr, qkv, bt->lengths, B, T, H,
+                                  NH, pa, seed, stream_of(mi, l, S_ATT), nth);
+        bert__t_matmul_forward(r1, atty, pt[P_AOW] + l * H * H,
+                               pt[P_AOB] + l * H, N, H, H, rn);
+        bert__t_dropout(r1, N * H, ph, seed, stream_of(mi, l, S_AO), nth);
+        for (size_t i = 0; i < N * H; i++)
+            r1[i] += x[i];
+        bert__t_layernorm_forward(x1, a.m1 + l * N, a.s1 + l * N, r1,
+                                  pt[P_LN1W] + l * H, pt[P_LN1B] + l * H, N, H,
+                                  eps, nth);
+        bert__t_matmul_forward(fch, x1, pt[P_FCW] + l * I * H,
+                               pt[P_FCB] + l * I, N, H, I, rn);
+        bert__t_act_forward(t->act, fca, fch, N * I, nth);
+        bert__t_matmul_forward(r2, fca, pt[P_FC2W] + l * H * I,
+                               pt[P_FC2B] + l * H, N, I, H, rn);
+        bert__t_dropout(r2, N * H, ph, seed, stream_of(mi, l, S_FFN), nth);
+        for (size_t i = 0; i < N * H; i++)
+            r2[i] += x1[i];
+        bert__t_layernorm_forward(x2, a.m2 + l * N, a.s2 + l * N, r2,
+                                  pt[P_LN2W] + l * H, pt[P_LN2B] + l * H, N, H,
+                                  eps, nth);
+        x = x2;
+    }
+    /* heads */
+    double loss = 0.0;
+    size_t nvalid = 0;
+    int32_t *mrow = t->ibuf, *mtgt = t->ibuf ? t->ibuf + t->ibuf_cap : NULL;
+    if (t->task == BERT_TRAIN_SEQUENCE) {
+        for (size_t b = 0; b < B; b++)
+            memcpy(a.cls + b * H, x + b * T * H, H * sizeof(float));
+        bert__t_matmul_forward(a.ppre, a.cls, pt[P_POOLW], pt[P_POOLB], B, H,
+                               H, rn);
+        bert__t_act_forward(BERT_T_ACT_TANH, a.pout, a.ppre, B * H, nth);
+        memcpy(a.hx, a.pout, B * H * sizeof(float));
+        bert__t_dropout(a.hx, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], B, H, C,
+                               rn);
+        if (logits_out)
+            memcpy(logits_out, a.logits, B * C * sizeof(float));
+        nvalid = B;
+        if (bt->labels)
+            loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits,
+                                        bt->labels, B, C,
+                                        weight / (float)B);
+    } else if (t->task == BERT_TRAIN_TOKEN) {
+        memcpy(a.hx, x, N * H * sizeof(float));
+        bert__t_dropout(a.hx, N * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], N, H, C,
+                               rn);
+        if (logits_out)
+            memcpy(logits_out, a.logits, N * C * sizeof(float));
+        if (bt->labels) {
+            for (size_t i = 0; i < N; i++)
+                nvalid += bt->labels[i] >= 0;
+            loss = bert__t_crossentropy(
+                backward ? a.dlogits : NULL, a.logits, bt->labels, N, C,
+                nvalid ? weight / (float)nvalid : 0.0f);
+        }
+    } else if (M > 0) {
+        size_t k = 0;
+        for (size_t i = 0; i < N; i++)
+            if (bt->labels[i] >= 0) {
+                mrow[k] = (int32_t)i;
+                mtgt[k] = bt->labels[i];
+                memcpy(a.mx + k * H, x + i * H, H * sizeof(float));
+                k++;
+            }
+        bert__t_matmul_forward(a.mtpre, a.mx, pt[P_MTW], pt[P_MTB], M, H, H, rn);
+        bert__t_act_forward(t->act, a.mta, a.mtpre, M * H, nth);
+        bert__t_layernorm_forward(a.mln, a.mm, a.ms, a.mta, pt[P_MLNW],
+                                  pt[P_MLNB], M, H, eps, nth);
+        bert__t_matmul_forward(a.logits, a.mln, pt[P_WTE], pt[P_MBIAS], M, H, V,
+                               rn);
+        nvalid = M;
+        loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits, mtgt,
+                                    M, V, weight / (float)M);
+    }
+    if (loss_out)
+        *loss_out = nvalid ? loss / (double)nvalid : 0.0;
+    if (!backward) {
+        if (train)
+            t->micro++;
+        return BERT_OK;
+    }
+
+    /* ---- backward ---- */
+    float *dA = a.dA, *dB = a.dB;
+    memset(dA, 0, N * H * sizeof(float));
+    if (t->task == BERT_TRAIN_SEQUENCE) {
+        memset(a.dh1, 0, B * H * sizeof(float));
+        bert__t_matmul_backward(a.dh1, gt[P_CLSW], gt[P_CLSB], a.dlogits, a.hx,
+                                pt[P_CLSW], B, H, C, rn, nth);
+        bert__t_dropout(a.dh1, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        memset(a.dh2, 0, B * H * sizeof(float));
+        bert__t_act_backward(BERT_T_ACT_TANH, a.dh2, a.dh1, a.ppre, B * H, nth);
+        memset(a.dh3, 0, B * H * sizeof(float));
+        bert__t_matmul_backward(a.dh3, gt[P_POOLW], gt[P_POOLB], a.dh2, a.cls,
+                                pt[P_POOLW], B, H, H, rn, nth);
+        for (size_t b = 0; b < B; b++)
+            memcpy(dA + b * T * H, a.dh3 + b * H, H * sizeof(float));
+    } else if (t->task == BERT_TRAIN_TOKEN) {
+        bert__t_matmul_backward(dA, gt[P_CLSW], gt[P_CLSB], a.dlogits, a.hx,
+                                pt[P_CLSW], N, H, C, rn, nth);
+        bert__t_dropout(dA, N * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+    } else if (M > 0) {
+        memset(a.dh1, 0, M * H * sizeof(float));
+        bert__t_matmul_backward(a.dh1, gt[P_WTE], gt[P_MBIAS], a.dlogits, a.mln,
+                                pt[P_WTE], M, H, V, rn, nth);
+        memset(a.dh2, 0, M * H * sizeof(float));
+        bert__t_layernorm_backward(a.dh2, gt[P_MLNW], gt[P_MLNB], a.dh1, a.mta,
+                                   pt[P_MLNW], a.mm, a.ms, M, H, nth);
+        memset(a.dh3, 0, M * H * sizeof(float));
+        bert__t_act_backward(t->act, a.dh3, a.dh2, a.mtpre, M * H, nth);
+        memset(a.dh1, 0, M * H * sizeof(float));
+        bert__t_matmul_backward(a.dh1, gt[P_MTW], gt[P_MTB], a.dh3, a.mx,
+                                pt[P_MTW], M, H, H, rn, nth);
+        for (size_t k = 0; k < M; k++)
+            memcpy(dA + (size_t)mrow[k] * H, a.dh1 + k * H, H * sizeof(float));
+    }
+    for (size_t l = L; l-- > 0;) {
+        const float *xin = l ? a.x2 + (l - 1) * N * H : a.x0;
+        float *qkv = a.qkv + l * N * 3 * H, *att = a.att + l * B * NH * T * T;
+        float *atty = a.atty + l * N * H, *r1 = a.r1 + l * N * H;
+        float *x1 = a.x1 + l * N * H, *fch = a.fch + l * N * I;
+        float *fca = a.fca + l * N * I, *r2 = a.r2 + l * N * H;
+        /* LN2 */
+        memset(dB, 0, N * H * sizeof(float));
+        bert__t_layernorm_backward(dB, gt[P_LN2W] + l * H, gt[P_LN2B] + l * H,
+                                   dA, r2, pt[P_LN2W] + l * H, a.m2 + l * N,
+                                   a.s2 + l * N, N, H, nth);
+        memcpy(dA, dB, N * H * sizeof(float)); /* residual: d x1 */
+        bert__t_dropout(dB, N * H, ph, seed, stream_of(mi, l, S_FFN), nth);
+        memset(a.dfca, 0, N * I * sizeof(float));
+        bert__t_matmul_backward(a.dfca, gt[P_FC2W] + l * H * I,
+                                gt[P_FC2B] + l * H, dB, fca,
+                                pt[P_FC2W] + l * H * I, N, I, H, rn, nth);
+        memset(a.dfch, 0, N * I * sizeof(float));
+        bert__t_act_backward(t->act, a.dfch, a.dfca, fch, N * I, nth);
+        bert__t_matmul_backward(dA, gt[P_FCW] + l * I * H, gt[P_FCB] + l * I,
+                                a.dfch, x1, pt[P_FCW] + l * I * H, N, H, I, rn,
+                                nth);
+        /* LN1 */
+        memset(dB, 0, N * H * sizeof(float));
+        bert__t_layernorm_backward(dB, gt[P_LN1W] + l * H, gt[P_LN1B] + l * H,
+                                   dA, r1, pt[P_LN1W] + l * H, a.m1 + l * N,
+                                   a.s1 + l * N, N, H, nth);
+        memcpy(dA, dB, N * H * sizeof(float)); /* residual: d xin */
+        bert__t_dropout(dB, N * H, ph, seed, stream_of(mi, l, S_AO), nth);
+        memset(a.datty, 0, N * H * sizeof(float));
+        bert__t_matmul_backward(a.datty, gt[P_AOW] + l * H * H,
+                                gt[P_AOB] + l * H, dB, atty,
+                                pt[P_AOW] + l * H * H, N, H, H, rn, nth);
+        memset(a.dqkv, 0, N * 3 * H * sizeof(float));
+        bert__t_attention_backward(a.dqkv, a.ascr, a.datty, qkv, att,
+                                   bt->lengths, B, T, H, NH, pa, seed,
+                                   stream_of(mi, l, S_ATT), nth);
+        bert__t_matmul_backward(dA, gt[P_QKVW] + l * 3 * H * H,
+                                gt[P_QKVB] + l * 3 * H, a.dqkv, xin,
+                                pt[P_QKVW] + l * 3 * H * H, N, H, 3 * H, rn,
+                                nth);
+    }
+    bert__t_dropout(dA, N * H, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    memset(dB, 0, N * H * sizeof(float));
+    bert__t_layernorm_backward(dB, gt[P_LNEW], gt[P_LNEB], dA, a.emb,
+                               pt[P_LNEW], a.emean, a.erstd, N, H, nth);
+    bert__t_embed_backward(gt[P_WTE], gt[P_WPE], gt[P_WTT], dB, bt->ids,
+                           bt->type_ids, B, T, H);
+    if (train)
+        t->micro++;
+    return BERT_OK;
+}
+
+int bert_trainer_accumulate(bert_trainer *t, const bert_train_batch *batch,
+                            float weight, double *loss, bert_error *err)
+{
+    if (!t)
+        return bert__err(err, BERT_EINVAL, "trainer is NULL");
+    return bert__t_run(t, batch, 1, 1, weight, NULL, loss, err);
+}
+
+int bert_trainer_predict(bert_trainer *t, const bert_train_batch *batch,
+                         float *logits, double *loss, bert_error *err)
+{
+    if (!t)
+        return bert__err(err, BERT_EINVAL, "trainer is NULL");
+    if (loss && !batch->labels)
+        loss = NULL;
+    return bert__t_run(t, batch, 0, 0, 0.0f,
+                       t->task == BERT_TRAIN_MLM ? NULL : logits, loss, err);
+}
+
+int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
+{
+    if (!t)
+        return bert__err(err, BERT_EINVAL, "trainer is NULL");
+    double ss = 0.0;
+    for (size_t i = 0; i < t->nparams; i++)
+        ss += (double)t->grads[i] * t->grads[i];
+    double norm = sqrt(ss);
+    if (grad_norm)
+        *grad_norm = norm;
+    float clip = 1.0f;
+    if (t->p.max_grad_norm > 0 && norm > t->p.max_grad_norm)
+        clip = (float)(t->p.max_grad_norm / (norm + 1e-6));
+    if (!isfinite(norm))
+        return bert__err(err, BERT_EINVAL,
+                         "gradient is not finite (learning rate too high?)");
+    float lr = (float)bert_trainer_lr(t);
+    size_t step = t->steps + 1;
+    float b1 = t->p.beta1, b2 = t->p.beta2;
+    float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
+    float sbc2 = sqrtf(bc2);
+    int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
+    for (int k = 0; k < P_COUNT; k++) {
+        float *p = t->pt[k], *g = t->gt[k];
+        if (!p)
+            continue;
+        size_t off = (size_t)(p - t->params), n = t->sizes[k];
+        float *m = t->m + off, *v = t->v + off;
+        float wd = has_decay(k) ? t->p.weight_decay : 0.0f;
+        float eps = t->p.eps;
+#pragma omp parallel for schedule(static) num_threads(nth)
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] * clip;
+            p[i] -= lr * wd * p[i];
+            m[i] = b1 * m[i] + (1.0f - b1) * gi;
+            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+            p[i] -= (lr / bc1) * m[i] / (sqrtf(v[i]) / sbc2 + eps);
+            g[i] = 0.0f;
+        }
+    }
+    t->steps = step;
+    return BERT_OK;
+}
+
+/* ---- saving ------------------------------------------------------------ */
+
+typedef struct {
+    bert_st_wtensor *w;
+    size_t n;
+} save_ctx;
+
+static int save_slice(void *vctx, const char *name, float *p, size_t rows,
+                      size_t cols, int i)
+{
+    save_ctx *c = vctx;
+    bert_st_wtensor *w = &c->w[c->n];
+    memset(w, 0, sizeof *w);
+    w->name = strdup(name);
+    if (!w->name)
+        return BERT_ENOMEM;
+    w->dtype = BERT_DT_F32;
+    w->ndim = cols ? 2 : 1;
+    w->shape[0] = rows;
+    w->shape[1] = cols;
+    w->data = p;
+    c->n++;
+    return 0;
+}
+
+static int count_slice(void *vctx, const char *name, float *p, size_t rows,
+                       size_t cols, int i)
+{
+    (*(size_t *)vctx)++;
+    return 0;
+}
+
+static int cmp_wt(const void *a, const void *b)
+{
+    return strcmp(((const bert_st_wtensor *)a)->name,
+                  ((const bert_st_wtensor *)b)->name);
+}
+
+static json_t *jreal(float f)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)f);
+    return json_real(strtod(buf, NULL));
+}
+
+static int write_config(const bert_trainer *t, const char *path,
+                        bert_error *err)
+{
+    const bert_config *c = &t->cfg.pub;
+    json_t *o = json_object();
+    if (!o)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    const char *arch = t->task == BERT_TRAIN_SEQUENCE ? "BertForSequenceClassification"
+                       : t->task == BERT_TRAIN_TOKEN ? "BertForTokenClassification"
+                                                     : "BertForMaskedLM";
+    json_t *ar = json_array();
+    json_array_append_new(ar, json_string(arch));
+    json_object_set_new(o, "architectures", ar);
+    json_object_set_new(o, "attention_probs_dropout_prob", jreal(c->attention_dropout));
+    json_object_set_new(o, "classifier_dropout", json_null());
+    json_object_set_new(o, "hidden_act", json_string(
+        t->act == BERT_T_ACT_GELU ? "gelu" : t->act == BERT_T_ACT_RELU ? "relu" : "gelu_new"));
+    json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
+    json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
+    json_object_set_new(o, "initializer_range", jreal(t->init_range));
+    json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
+    json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));
+    json_object_set_new(o, "max_position_embeddings", json_integer((json_int_t)t->P));
+    json_object_set_new(o, "model_type", json_string("bert"));
+    json_object_set_new(o, "num_attention_heads", json_integer((json_int_t)t->NH));
+    json_object_set_new(o, "num_hidden_layers", json_integer((json_int_t)t->L));
+    json_object_set_new(o, "pad_token_id", json_integer(t->cfg.pad_token_id >= 0 ? t->cfg.pad_token_id : 0));
+    json_object_set_new(o, "position_embedding_type", json_string("absolute"));
+    json_object_set_new(o, "torch_dtype", json_string("float32"));
+    json_object_set_new(o, "transformers_version", json_string("4.46.3"));
+    json_object_set_new(o, "type_vocab_size", json_integer((json_int_t)t->TV));
+    json_object_set_new(o, "use_cache", json_true());
+    json_object_set_new(o, "vocab_size", json_integer((json_int_t)t->V));
+    if (t->task != BERT_TRAIN_MLM) {
+        json_t *i2l = json_object(), *l2i = json_object();
+        for (size_t i = 0; i < t->C; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "%zu", i);
+            json_object_set_new(i2l, k, json_string(t->cfg.labels[i]));
+            json_object_set_new(l2i, t->cfg.labels[i], json_integer((json_int_t)i));
+        }
+        json_object_set_new(o, "id2label", i2l);
+        json_object_set_new(o, "label2id", l2i);
+        json_object_set_new(o, "num_labels", json_integer((json_int_t)t->C));
+        if (t->task == BERT_TRAIN_SEQUENCE)
+            json_object_set_new(o, "problem_type",
+                                json_string("single_label_classification"));
+    }
+    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS |
+                                         JSON_REAL_PRECISION(9));
+    json_decref(o);
+    if (rc)
+        return bert__err(err, BERT_EIO, "%s: cannot write: %s", path,
+                         strerror(errno));
+    /* json_dump_file writes no final newline: add one as transformers does */
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fputc('\n', f);
+        fclose(f);
+    }
+    return BERT_OK;
+}
+
+int bert_trainer_save(const bert_trainer *t, const char *dir, bert_error *err)
+{
+    if (!t || !dir)
+        return bert__err(err, BERT_EINVAL, "bert_trainer_save: NULL argument");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int rc = write_config(t, path, err);
+    if (rc)
+        return rc;
+    size_t n = 0;
+    for_each_slice(t, t->pt, count_slice, &n);
+    save_ctx c = {calloc(n, sizeof(bert_st_wtensor)), 0};
+    if (!c.w)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    rc = for_each_slice(t, t->pt, save_slice, &c);
+    if (!rc) {
+        qsort(c.w, c.n, sizeof *c.w, cmp_wt);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        rc = bert__st_write(path, c.w, c.n, err);
+    } else {
+        rc = bert__err(err, BERT_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < c.n; i++)
+        free((void *)c.w[i].name);
+    free(c.w);
+    return rc;
+}
+
+/* ---- optimizer state ---------------------------------------------------- */
+
+#define STATE_MAGIC 0x5452424cu /* "LBRT" */
+
+int bert_trainer_save_state(const bert_trainer *t, const char *path,
+                            bert_error *err)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return bert__err(err, BERT_EIO, "%s: %s", path, strerror(errno));
+    uint64_t hdr[4] = {STATE_MAGIC, t->nparams, t->steps, t->micro};
+    int ok = fwrite(hdr, sizeof hdr, 1, f) == 1 &&
+             fwrite(t->params, sizeof(float), t->nparams, f) == t->nparams &&
+             fwrite(t->m, sizeof(float), t->nparams, f) == t->nparams &&
+             fwrite(t->v, sizeof(float), t->nparams, f) == t->nparams;
+    if (fclose(f) != 0)
+        ok = 0;
+    return ok ? BERT_OK
+              : bert__err(err, BERT_EIO, "%s: write failed", path);
+}
+
+int bert_trainer_load_state(bert_trainer *t, const char *path, bert_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return bert__err(err, BERT_EMISSING, "%s: %s", path, strerror(errno));
+    uint64_t hdr[4];
+    if (fread(hdr, sizeof hdr, 1, f) != 1 || hdr[0] != STATE_MAGIC) {
+        fclose(f);
+        return bert__err(err, BERT_EFORMAT, "%s: not a libbert trainer state",
+                         path);
+    }
+    if (hdr[1] != t->nparams) {
+        fclose(f);
+        return bert__err(err, BERT_ESHAPE,
+                         "%s: %llu parameters, the model has %zu", path,
+                         (unsigned long long)hdr[1], t->nparams);
+    }
+    int ok = fread(t->params, sizeof(float), t->nparams, f) == t->nparams &&
+             fread(t->m, sizeof(float), t->nparams, f) == t->nparams &&
+             fread(t->v, sizeof(float), t->nparams, f) == t->nparams;
+    fclose(f);
+    if (!ok)
+        return bert__err(err, BERT_EFORMAT, "%s: truncated", path);
+    t->steps = (size_t)hdr[2];
+    t->micro = hdr[3];
+    memset(t->grads, 0, t->nparams * sizeof(float));
+    return BERT_OK;
+}

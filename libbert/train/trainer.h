@@ -1,0 +1,47 @@
+/* libbert/train/trainer.h - the trainer's internals (shared with tests). */
+#ifndef LIBBERT_TRAIN_TRAINER_H
+#define LIBBERT_TRAIN_TRAINER_H
+
+#include "libbert/bert_train.h"
+#include "libbert/config.h"
+
+/* Parameter tensors, in the order of one contiguous allocation.  Per-layer
+ * tensors are stacked [L, ...]; Q, K and V of a layer are adjacent so that
+ * they form one [3H, H] matrix (and one [3H] bias). */
+enum {
+    P_WTE, P_WPE, P_WTT, P_LNEW, P_LNEB,
+    P_QKVW, P_QKVB, P_AOW, P_AOB, P_LN1W, P_LN1B,
+    P_FCW, P_FCB, P_FC2W, P_FC2B, P_LN2W, P_LN2B,
+    P_POOLW, P_POOLB, P_CLSW, P_CLSB,
+    P_MTW, P_MTB, P_MLNW, P_MLNB, P_MBIAS,
+    P_COUNT
+};
+
+typedef struct bert_trainer {
+    bert_cfg cfg;              /* config (labels owned) */
+    bert_train_params p;
+    bert_train_task task;
+    size_t V, H, L, NH, I, P, TV, C;
+    int act;                   /* BERT_T_ACT_* */
+    float init_range;
+    size_t sizes[P_COUNT];
+    size_t nparams;
+    float *params, *grads, *m, *v;
+    float *pt[P_COUNT], *gt[P_COUNT];
+    size_t steps;              /* optimizer steps done */
+    uint64_t micro;            /* accumulate calls done (dropout streams) */
+    /* activations, grown on demand */
+    float *acts;
+    size_t acts_cap;
+    int32_t *ibuf;
+    size_t ibuf_cap;
+    void *rntm;                /* rntm_t */
+} bert_trainer;
+
+/* One forward (train: dropout on) + optional backward on a batch;
+ * internal entry point shared by accumulate/predict and the tests. */
+int bert__t_run(bert_trainer *t, const bert_train_batch *b, int train,
+                int backward, float weight, float *logits, double *loss,
+                bert_error *err);
+
+#endif
