@@ -1,6 +1,8 @@
 /* common.c - helpers shared by the command-line tools. */
 #include "apps/common.h"
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 long app_read_line(FILE *f, char **buf, size_t *cap)
 {
@@ -23,4 +25,113 @@ long app_read_line(FILE *f, char **buf, size_t *cap)
         return -1;
     (*buf)[n] = '\0';
     return (long)n;
+}
+
+/* ---- default models and JSON output (bert-classify, -sentiment, -tag) ---- */
+
+#ifndef BERT_BUILD_MODELDIR
+#define BERT_BUILD_MODELDIR "data"
+#endif
+#ifndef BERT_MODELDIR
+#define BERT_MODELDIR "/usr/local/share/libbert/models"
+#endif
+
+static int has_config(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    int n = snprintf(path, sizeof path, "%s/%s/config.json", dir, name);
+    return n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
+const char *app_default_model(const char *name, char *buf, size_t cap)
+{
+    static const char *const dirs[] = {BERT_BUILD_MODELDIR, BERT_MODELDIR};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (has_config(dirs[i], name)) {
+            snprintf(buf, cap, "%s/%s", dirs[i], name);
+            return buf;
+        }
+    }
+    snprintf(buf, cap, "%s/%s or %s/%s", dirs[0], name, dirs[1], name);
+    return NULL;
+}
+
+/* Length of the UTF-8 sequence at s (1..4) if valid, else 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2 || c > 0xF4)
+        return 0;
+    size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if (c == 0xE0 && s[1] < 0xA0)
+        return 0; /* overlong */
+    if (c == 0xED && s[1] > 0x9F)
+        return 0; /* surrogate */
+    if (c == 0xF0 && s[1] < 0x90)
+        return 0; /* overlong */
+    if (c == 0xF4 && s[1] > 0x8F)
+        return 0; /* > U+10FFFF */
+    return len;
+}
+
+size_t app_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t l = utf8_seq(u + i, n - i);
+        if (!l)
+            return i;
+        i += l;
+    }
+    return n;
+}
+
+void app_json_string(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    putc('"', f);
+    while (i < n) {
+        unsigned c = u[i];
+        const char *esc = NULL;
+        char ubuf[8];
+        size_t l = 1;
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c < 0x20 || c == 0x7F) {
+            snprintf(ubuf, sizeof ubuf, "\\u%04x", c);
+            esc = ubuf;
+        } else if (c >= 0x80 && !(l = utf8_seq(u + i, n - i))) {
+            esc = "\\ufffd";
+            l = 1;
+        }
+        if (esc) {
+            fwrite(s + run, 1, i - run, f);
+            fputs(esc, f);
+            i += l;
+            run = i;
+        } else {
+            i += l;
+        }
+    }
+    fwrite(s + run, 1, i - run, f);
+    putc('"', f);
 }
