@@ -1,0 +1,410 @@
+/* bert-infer - run a BERT / DistilBERT model on stdin lines, JSON out.
+ *
+ *   bert-infer --model DIR [--max-length N] [--hidden] [--threads N]
+ *              [--batch N]
+ *
+ * One text per stdin line (only '\n' ends a line; a TAB makes a sentence
+ * pair: text before the first TAB, pair after it; an empty pair means no
+ * pair).  One JSON object per input line, in order:
+ *   sequence models  {"ids":[...],"logits":[...],"probs":[...],"label":"..."}
+ *   token models     {"ids":[...],"logits":[[...],...],"labels":[...]}
+ *   base models      {"ids":[...],"last_hidden_state":[[...],...]} plus
+ *                    "pooler_output" when the model has a pooler
+ *   --hidden         adds "last_hidden_state" for every model.
+ * Floats are printed with %.9g (round-trips float32); a non-finite value
+ * prints as null.  Texts longer than --max-length (default: the model's
+ * maximum) are truncated as Hugging Face does (longest_first).
+ * A line that is not valid UTF-8 (or fails otherwise) gives
+ *   {"line":N,"error":"..."}
+ * in its place, so output line N always answers input line N; the exit
+ * status is then 2 after all lines are processed.
+ * Exit status: 0 success, 1 usage error, 2 bad model or bad input.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/common.h"
+#include "libbert/bert.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bert-infer --model DIR [--max-length N] [--hidden] "
+            "[--threads N] [--batch N]\n"
+            "Reads one text per line on stdin (TAB separates a sentence "
+            "pair) and writes one JSON object per line:\n"
+            "  sequence models: ids, logits, probs, label\n"
+            "  token models:    ids, logits (one row per token), labels\n"
+            "  base models:     ids, last_hidden_state (+ pooler_output)\n"
+            "Options:\n"
+            "  --model DIR       Hugging Face model directory (config.json, "
+            "model.safetensors, vocab)\n"
+            "  --max-length N    truncate to N tokens (default: the model's "
+            "maximum)\n"
+            "  --hidden          also print last_hidden_state\n"
+            "  --threads N       threads for matrix products (default 1)\n"
+            "  --batch N         lines per model run (default 16)\n"
+            "  --help, --version\n"
+            "Exit status: 0 ok, 1 usage, 2 bad model or input (bad lines "
+            "print {\"line\":N,\"error\":...}).\n");
+}
+
+/* ---- JSON output ---------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    putc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            putc(*p, f);
+    }
+    putc('"', f);
+}
+
+static void json_floats(FILE *f, const float *x, size_t n)
+{
+    putc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            putc(',', f);
+        if (isfinite(x[i]))
+            fprintf(f, "%.9g", (double)x[i]);
+        else
+            fputs("null", f);
+    }
+    putc(']', f);
+}
+
+static void json_rows(FILE *f, const float *x, size_t rows, size_t cols)
+{
+    putc('[', f);
+    for (size_t r = 0; r < rows; r++) {
+        if (r)
+            putc(',', f);
+        json_floats(f, x + r * cols, cols);
+    }
+    putc(']', f);
+}
+
+static void json_ids(FILE *f, const int32_t *ids, size_t n)
+{
+    putc('[', f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%d" : "%d", (int)ids[i]);
+    putc(']', f);
+}
+
+static size_t argmax(const float *x, size_t n)
+{
+    size_t b = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+/* Offset of the first invalid UTF-8 byte of s[0..n), or n. */
+static size_t utf8_check(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k;
+        unsigned min, cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            k = 1, min = 0x80, cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            k = 2, min = 0x800, cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            k = 3, min = 0x10000, cp = c & 0x07;
+        } else {
+            return i;
+        }
+        for (size_t j = 1; j <= k; j++) {
+            if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (s[i + j] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+typedef struct line {
+    char *text;
+    size_t len;
+    long no;             /* 1-based input line */
+    int ok;              /* encoded */
+    char error[600];
+    bert_encoding *enc;
+} line;
+
+static int parse_num(const char *s, long lo, long hi, long *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (!*s || *end || errno || x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_dir = NULL;
+    long max_length = 0, threads = 1, batch = 16;
+    int hidden = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("bert-infer (libbert) %s\n", BERT_VERSION_STRING);
+            return EXIT_OK;
+        } else if (strcmp(a, "--hidden") == 0) {
+            hidden = 1;
+        } else if (i + 1 < argc && strcmp(a, "--model") == 0) {
+            model_dir = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--max-length") == 0) {
+            if (parse_num(argv[++i], 3, 1 << 20, &max_length)) {
+                fprintf(stderr, "bert-infer: --max-length needs an integer "
+                                ">= 3\n");
+                return EXIT_USAGE;
+            }
+        } else if (i + 1 < argc && strcmp(a, "--threads") == 0) {
+            if (parse_num(argv[++i], 1, 1024, &threads)) {
+                fprintf(stderr, "bert-infer: --threads needs 1..1024\n");
+                return EXIT_USAGE;
+            }
+        } else if (i + 1 < argc && strcmp(a, "--batch") == 0) {
+            if (parse_num(argv[++i], 1, 4096, &batch)) {
+                fprintf(stderr, "bert-infer: --batch needs 1..4096\n");
+                return EXIT_USAGE;
+            }
+        } else {
+            fprintf(stderr, "bert-infer: unknown or incomplete option '%s'\n",
+                    a);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!model_dir) {
+        fprintf(stderr, "bert-infer: --model DIR is required\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+
+    bert_error err;
+    bert_model *m = NULL;
+    int rc = bert_model_load(model_dir, NULL, &m, &err);
+    if (rc != BERT_OK) {
+        fprintf(stderr, "bert-infer: %s\n", err.text);
+        return EXIT_BADINPUT;
+    }
+    size_t mml = bert_model_max_length(m);
+    if (max_length == 0)
+        max_length = (long)mml;
+    if ((size_t)max_length > mml) {
+        fprintf(stderr,
+                "bert-infer: --max-length %ld exceeds the model's maximum "
+                "%zu\n",
+                max_length, mml);
+        bert_model_free(m);
+        return EXIT_USAGE;
+    }
+    bert_session_params sp = bert_session_default_params();
+    sp.n_threads = (int)threads;
+    bert_session *s = NULL;
+    if ((rc = bert_session_create(m, &sp, &s, &err)) != BERT_OK) {
+        fprintf(stderr, "bert-infer: %s\n", err.text);
+        bert_model_free(m);
+        return EXIT_BADINPUT;
+    }
+    const bert_config *c = bert_model_config(m);
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    size_t H = c->hidden, C = c->num_labels;
+    int want_hidden = hidden || c->task == BERT_TASK_BASE;
+    int want_pooler = c->task == BERT_TASK_BASE && bert_model_has_pooler(m);
+
+    line *L = calloc((size_t)batch, sizeof *L);
+    bert_input *in = calloc((size_t)batch, sizeof *in);
+    size_t *rowof = calloc((size_t)batch, sizeof *rowof);
+    size_t cap_rows = (size_t)batch * (size_t)max_length;
+    float *hid = want_hidden ? malloc(cap_rows * H * sizeof *hid) : NULL;
+    float *pool = want_pooler ? malloc((size_t)batch * H * sizeof *pool) : NULL;
+    float *logits = C ? malloc(cap_rows * C * sizeof *logits) : NULL;
+    float *probs = C ? malloc(C * sizeof *probs) : NULL;
+    int status = EXIT_OK, fatal = 0;
+    if (!L || !in || !rowof || (want_hidden && !hid) || (want_pooler && !pool) ||
+        (C && (!logits || !probs))) {
+        fprintf(stderr, "bert-infer: out of memory\n");
+        fatal = 1;
+    }
+    for (long i = 0; !fatal && i < batch; i++)
+        if (!(L[i].enc = bert_encoding_create())) {
+            fprintf(stderr, "bert-infer: out of memory\n");
+            fatal = 1;
+        }
+    bert_encode_params ep = bert_encode_default_params();
+    ep.max_length = (size_t)max_length;
+
+    char *buf = NULL;
+    size_t bcap = 0;
+    long lineno = 0;
+    int eof = 0;
+    while (!fatal && !eof) {
+        size_t nb = 0;
+        /* Read and tokenize up to `batch` lines. */
+        while (nb < (size_t)batch) {
+            long n = app_read_line(stdin, &buf, &bcap);
+            if (n == -1) {
+                eof = 1;
+                break;
+            }
+            if (n < 0) {
+                fprintf(stderr, "bert-infer: out of memory reading line %ld\n",
+                        lineno + 1);
+                fatal = 1;
+                break;
+            }
+            line *l = &L[nb++];
+            l->no = ++lineno;
+            l->ok = 0;
+            size_t len = (size_t)n;
+            size_t bad = utf8_check((const unsigned char *)buf, len);
+            if (bad < len) {
+                snprintf(l->error, sizeof l->error,
+                         "line %ld: invalid UTF-8 at byte %zu", l->no, bad);
+                continue;
+            }
+            char *tab = memchr(buf, '\t', len);
+            const char *pair = NULL;
+            size_t tlen = len, plen = 0;
+            if (tab) {
+                tlen = (size_t)(tab - buf);
+                pair = tab + 1;
+                plen = len - tlen - 1;
+            }
+            rc = bert_tokenizer_encode(tok, buf, tlen, pair, plen, &ep, l->enc,
+                                       &err);
+            if (rc != BERT_OK) {
+                snprintf(l->error, sizeof l->error, "line %ld: %s", l->no,
+                         err.text);
+                continue;
+            }
+            l->ok = 1;
+        }
+        if (fatal || nb == 0)
+            break;
+        /* One model run for the good lines. */
+        size_t ni = 0, rows = 0;
+        for (size_t i = 0; i < nb; i++) {
+            if (!L[i].ok)
+                continue;
+            in[ni].ids = L[i].enc->ids;
+            in[ni].type_ids = L[i].enc->type_ids;
+            in[ni].n = L[i].enc->n;
+            rowof[ni] = rows;
+            rows += L[i].enc->n;
+            ni++;
+        }
+        if (ni) {
+            bert_outputs out = {logits, pool, hid};
+            rc = bert_session_run(s, in, ni, &out);
+            if (rc != BERT_OK) {
+                fprintf(stderr, "bert-infer: lines %ld-%ld: %s: %s\n",
+                        L[0].no, L[nb - 1].no, bert_strerror(rc),
+                        bert_session_errmsg(s));
+                status = EXIT_BADINPUT;
+                fatal = 1;
+                break;
+            }
+        }
+        /* Print in input order. */
+        size_t k = 0;
+        for (size_t i = 0; i < nb; i++) {
+            line *l = &L[i];
+            if (!l->ok) {
+                printf("{\"line\":%ld,\"error\":", l->no);
+                json_str(stdout, l->error);
+                fputs("}\n", stdout);
+                status = EXIT_BADINPUT;
+                continue;
+            }
+            size_t n = l->enc->n, r0 = rowof[k];
+            fputs("{\"ids\":", stdout);
+            json_ids(stdout, l->enc->ids, n);
+            if (c->task == BERT_TASK_SEQUENCE) {
+                const float *lg = logits + k * C;
+                bert_apply_function(m, BERT_FUNC_DEFAULT, lg, probs);
+                fputs(",\"logits\":", stdout);
+                json_floats(stdout, lg, C);
+                fputs(",\"probs\":", stdout);
+                json_floats(stdout, probs, C);
+                fputs(",\"label\":", stdout);
+                json_str(stdout, bert_model_label(m, (int)argmax(probs, C)));
+            } else if (c->task == BERT_TASK_TOKEN) {
+                const float *lg = logits + r0 * C;
+                fputs(",\"logits\":", stdout);
+                json_rows(stdout, lg, n, C);
+                fputs(",\"labels\":[", stdout);
+                for (size_t t = 0; t < n; t++) {
+                    if (t)
+                        putchar(',');
+                    json_str(stdout,
+                             bert_model_label(m, (int)argmax(lg + t * C, C)));
+                }
+                putchar(']');
+            }
+            if (want_hidden) {
+                fputs(",\"last_hidden_state\":", stdout);
+                json_rows(stdout, hid + r0 * H, n, H);
+            }
+            if (want_pooler) {
+                fputs(",\"pooler_output\":", stdout);
+                json_floats(stdout, pool + k * H, H);
+            }
+            fputs("}\n", stdout);
+            k++;
+        }
+        if (ferror(stdout)) {
+            fprintf(stderr, "bert-infer: write error\n");
+            status = EXIT_BADINPUT;
+            break;
+        }
+    }
+    if (fatal && status == EXIT_OK)
+        status = EXIT_BADINPUT;
+    free(buf);
+    for (long i = 0; L && i < batch; i++)
+        bert_encoding_free(L[i].enc);
+    free(L);
+    free(in);
+    free(rowof);
+    free(hid);
+    free(pool);
+    free(logits);
+    free(probs);
+    bert_session_free(s);
+    bert_model_free(m);
+    if (fflush(stdout) != 0 && status == EXIT_OK)
+        status = EXIT_BADINPUT;
+    return status;
+}
