@@ -121,48 +121,39 @@ static double loadavg1(void)
 /* ---- FMA peak ------------------------------------------------------------- */
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* 12 independent FMA chains (latency 4 x 2 ports needs >= 8). */
+/* 12 independent FMA chains (latency 4 x 2 ports needs >= 8), in named
+ * variables so that they stay in registers. */
+#define FMA_CHAINS(T, SET1, FMA, CONS)                                       \
+    T r0 = SET1(0.f), r1 = SET1(1.f), r2 = SET1(2.f), r3 = SET1(3.f);         \
+    T r4 = SET1(4.f), r5 = SET1(5.f), r6 = SET1(6.f), r7 = SET1(7.f);         \
+    T r8 = SET1(8.f), r9 = SET1(9.f), r10 = SET1(10.f), r11 = SET1(11.f);     \
+    const T x = SET1(0.999999f), y = SET1(1e-7f);                             \
+    for (long i = 0; i < iters; i++) {                                        \
+        r0 = FMA(r0, x, y); r1 = FMA(r1, x, y); r2 = FMA(r2, x, y);           \
+        r3 = FMA(r3, x, y); r4 = FMA(r4, x, y); r5 = FMA(r5, x, y);           \
+        r6 = FMA(r6, x, y); r7 = FMA(r7, x, y); r8 = FMA(r8, x, y);           \
+        r9 = FMA(r9, x, y); r10 = FMA(r10, x, y); r11 = FMA(r11, x, y);       \
+        __asm__ volatile("" : "+" CONS (r0), "+" CONS (r1), "+" CONS (r2),       \
+                         "+" CONS (r3), "+" CONS (r4), "+" CONS (r5),            \
+                         "+" CONS (r6), "+" CONS (r7), "+" CONS (r8),            \
+                         "+" CONS (r9), "+" CONS (r10), "+" CONS (r11));         \
+    }                                                                         \
+    T sum = r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11;      \
+    float out[sizeof(T) / 4];                                                 \
+    memcpy(out, &sum, sizeof out);                                            \
+    float s = 0;                                                              \
+    for (size_t k = 0; k < sizeof(T) / 4; k++)                                \
+        s += out[k];                                                          \
+    return s;
+
 __attribute__((target("avx512f"))) static float fma512(long iters)
 {
-    __m512 r[12];
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-    for (int j = 0; j < 12; j++)
-        r[j] = _mm512_set1_ps((float)j);
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++)
-            r[j] = _mm512_fmadd_ps(r[j], x, y);
-        __asm__ volatile("" : "+v"(r[0]), "+v"(r[1]), "+v"(r[2]), "+v"(r[3]),
-                         "+v"(r[4]), "+v"(r[5]), "+v"(r[6]), "+v"(r[7]),
-                         "+v"(r[8]), "+v"(r[9]), "+v"(r[10]), "+v"(r[11]));
-    }
-    float s = 0;
-    for (int j = 0; j < 12; j++)
-        s += _mm512_reduce_add_ps(r[j]);
-    return s;
+    FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, "v")
 }
 
 __attribute__((target("avx2,fma"))) static float fma256(long iters)
 {
-    __m256 r[12];
-    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-    for (int j = 0; j < 12; j++)
-        r[j] = _mm256_set1_ps((float)j);
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++)
-            r[j] = _mm256_fmadd_ps(r[j], x, y);
-        __asm__ volatile("" : "+x"(r[0]), "+x"(r[1]), "+x"(r[2]), "+x"(r[3]),
-                         "+x"(r[4]), "+x"(r[5]), "+x"(r[6]), "+x"(r[7]),
-                         "+x"(r[8]), "+x"(r[9]), "+x"(r[10]), "+x"(r[11]));
-    }
-    float s = 0, t[8];
-    for (int j = 0; j < 12; j++) {
-        _mm256_storeu_ps(t, r[j]);
-        for (int k = 0; k < 8; k++)
-            s += t[k];
-    }
-    return s;
+    FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, "x")
 }
 #endif
 
