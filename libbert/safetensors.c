@@ -248,18 +248,21 @@ int bert__st_parse(const void *buf, size_t size, const char *label,
         i++;
     }
 
-    /* No two tensors may share bytes. */
+    /* No two tensors may share bytes (empty tensors occupy none). */
     qsort(byoff, n, sizeof *byoff, cmp_offset);
-    for (size_t k = 1; k < n; k++) {
-        const unsigned char *pe =
-            (const unsigned char *)byoff[k - 1]->data + byoff[k - 1]->nbytes;
-        if ((const unsigned char *)byoff[k]->data < pe) {
+    const bert_st_tensor *prev = NULL;
+    for (size_t k = 0; k < n; k++) {
+        if (byoff[k]->nbytes == 0)
+            continue;
+        if (prev && (const unsigned char *)byoff[k]->data <
+                        (const unsigned char *)prev->data + prev->nbytes) {
             rc = bert__err(err, BERT_EFORMAT,
                            "%s: tensors '%s' and '%s' overlap in the data "
                            "section",
-                           label, byoff[k - 1]->name, byoff[k]->name);
+                           label, prev->name, byoff[k]->name);
             goto out;
         }
+        prev = byoff[k];
     }
     qsort(f.tensors, n, sizeof *f.tensors, cmp_name);
     for (size_t k = 1; k < n; k++)
