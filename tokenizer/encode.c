@@ -141,7 +141,28 @@ typedef struct seq_state {
     int32_t type, seq;
     int32_t word;     /* next word index */
     size_t max_keep;  /* chars kept per word: max_chars_per_word + 1 */
+    size_t start;     /* e->n when the sequence started */
+    size_t cap_at;    /* max_length (0 = none), see seen_len() */
+    size_t capped;    /* tokens at the first word end >= cap_at, 0 = not yet */
 } seq_state;
+
+/* The reference stops looking at a sequence once it has max_length tokens
+ * at a word end, so longest_first compares those capped lengths (measured
+ * with tokenizers 0.23.2: text of 176 and pair of 182 tokens, max_length
+ * 128, keep 63 + 62 when the text reaches 129 tokens at a word end and the
+ * pair 128).  Called after every word. */
+static void note_word_end(seq_state *s)
+{
+    size_t n = s->e->n - s->start;
+    if (s->cap_at && !s->capped && n >= s->cap_at)
+        s->capped = n;
+}
+
+/* Length of the sequence as the truncation sees it. */
+static size_t seen_len(const seq_state *s, size_t n)
+{
+    return s->capped && s->capped < n ? s->capped : n;
+}
 
 static int push_char(seq_state *s, uint32_t cp, uint8_t ccc, int64_t ob, int64_t oc, uint8_t obl)
 {
@@ -241,6 +262,7 @@ static int flush_word(seq_state *s)
     }
     p->w_n = 0;
     p->w_chars = 0;
+    note_word_end(s);
     return BERT_OK;
 }
 
@@ -308,6 +330,7 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
                     nc += (a->text[k] & 0xC0) != 0x80;
                 put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cp, cp + nc,
                           (int64_t)i, (int64_t)(i + a->len));
+                note_word_end(s);
                 i += a->len;
                 cp += nc;
                 continue;
@@ -456,7 +479,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         return bert__set_error(err, BERT_EFORMAT, -1, "the vocabulary lacks [CLS] or [SEP]");
 
     enc_priv *p = e->priv_;
-    seq_state s = {t, e, p, 0, 0, 0, 0};
+    seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0};
     s.max_keep = t->max_chars_per_word < SIZE_MAX - 1 ? t->max_chars_per_word + 1 : SIZE_MAX;
     p->w_n = p->w_chars = 0;
 
@@ -464,9 +487,11 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         return rc;
     size_t base = sp ? 1 : 0;
     e->n = base;
+    s.start = base;
     if ((rc = encode_seq(&s, (const uint8_t *)text, len)))
         return rc;
     size_t n1 = e->n - base, n2 = 0, b_start = e->n + (size_t)sp;
+    size_t seen1 = seen_len(&s, n1), seen2 = 0;
     if (has_pair) {
         if ((rc = enc_reserve(e, e->n + 1)))
             return rc;
@@ -474,11 +499,14 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         s.type = 1;
         s.seq = 1;
         s.word = 0;
+        s.start = b_start;
+        s.capped = 0;
         if ((rc = encode_seq(&s, (const uint8_t *)pair, pair_len)))
             return rc;
         n2 = e->n - b_start;
+        seen2 = seen_len(&s, n2);
     }
-    size_t k1 = n1, k2 = n2;
+    size_t k1 = seen1, k2 = seen2;
     if (prm.max_length > 0) {
         /* lengths count the special tokens, as the reference does */
         size_t added = sp ? (has_pair ? 3 : 2) : 0;
@@ -486,6 +514,12 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         if ((rc = truncate_lengths(eff, prm.truncation, has_pair, &k1, &k2, err)))
             return rc;
     }
+    /* A capped length is >= max_length, so a sequence left whole by the
+     * truncation was never capped; keep the real counts for it. */
+    if (k1 == seen1)
+        k1 = n1;
+    if (k2 == seen2)
+        k2 = n2;
     e->n_overflow_first = n1 - k1;
     e->n_overflow_second = n2 - k2;
     size_t n = base + k1;
