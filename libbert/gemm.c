@@ -1,14 +1,22 @@
-/* gemm.c - the BLIS wrapper: strided sgemm with a per-session rntm_t.  The
- * only file of libbert that includes <blis.h>; never touches BLIS's global
- * thread setting. */
+/* gemm.c - the BLIS wrapper: strided sgemm with a per-session rntm_t and
+ * BLIS context.  With gemm_avx512.c, the only files of libbert that include
+ * <blis.h>; never touches BLIS's global thread setting or configuration.
+ *
+ * The context is a private copy of BLIS's default one whose sgemm
+ * micro-kernel is libbert's AVX-512 kernel when the CPU has AVX-512F
+ * (gemm_avx512.h says why); products with a dimension below 40 keep BLIS's
+ * own small-matrix kernels. */
 #include "libbert/gemm.h"
 
 #include <blis.h>
 #include <stdlib.h>
 
+#include "libbert/gemm_avx512.h"
+
 struct bert_gemm_ctx {
     rntm_t rntm;
     int n_threads;
+    cntx_t cntx;
 };
 
 bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
@@ -19,6 +27,7 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
     rntm_t init = BLIS_RNTM_INITIALIZER;
     g->rntm = init;
     bert__gemm_ctx_set_threads(g, n_threads);
+    bert__blis_cntx_avx512(&g->cntx);
     return g;
 }
 
@@ -51,9 +60,12 @@ void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
      * alpha and beta.  BLIS copies the rntm_t before using it, so a const
      * session context is never modified. */
     rntm_t rntm;
-    if (g)
+    cntx_t *cntx = NULL;
+    if (g) {
         rntm = g->rntm;
-    else {
+        /* BLIS only reads the context. */
+        cntx = (cntx_t *)&g->cntx;
+    } else {
         rntm_t init = BLIS_RNTM_INITIALIZER;
         rntm = init;
         bli_rntm_set_num_threads(1, &rntm);
@@ -61,5 +73,5 @@ void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
                  (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
                  (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
-                 (inc_t)csc, NULL, &rntm);
+                 (inc_t)csc, cntx, &rntm);
 }
