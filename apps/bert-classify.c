@@ -835,9 +835,8 @@ int main(int argc, char **argv)
                 process_batch(a);
             draw_progress(a, 1);
             fprintf(stderr, PROG ": %s: line %ld: unterminated quoted field "
-                    "(still open at end of file, line %ld); stopping after "
-                    "%lld rows\n", a->fname, a->pending_line, a->line,
-                    a->nrecords);
+                    "(still open at end of file); stopping after %lld rows\n",
+                    a->fname, a->pending_line, a->nrecords);
             a->fatal = EXIT_BADINPUT;
         } else if (a->nrows) {
             process_batch(a);

@@ -1,0 +1,209 @@
+/*
+ * bert-sentiment - classify texts with a sequence-classification model
+ * (by default the bundled sentiment model): label<TAB>probability<TAB>text
+ * per text, or JSON lines with every label's probability.
+ */
+#include "apps/common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libbert/bert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "bert-sentiment"
+
+typedef struct ctx {
+    bert_model *m;
+    bert_session *s;
+    size_t C;
+    float *scores;
+    int json;
+    long long n_errors;
+} ctx;
+
+static int classify(ctx *c, const char *text, size_t len, const char *where,
+                    long line)
+{
+    int label;
+    size_t v = app_utf8_valid(text, len);
+    const char *msg = NULL;
+    char buf[600];
+    int rc = BERT_EUTF8;
+    if (v == len) {
+        bert_classify_params p = bert_classify_default_params();
+        rc = bert_classify_text_ex(c->s, text, len, NULL, 0, &p, NULL,
+                                   c->scores, c->C, &label, NULL);
+        if (rc)
+            msg = bert_session_errmsg(c->s);
+    } else {
+        snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
+        msg = buf;
+    }
+    if (rc) {
+        c->n_errors++;
+        if (!msg || !*msg)
+            msg = bert_strerror(rc);
+        if (line > 0)
+            fprintf(stderr, PROG ": %s:%ld: %s\n", where, line, msg);
+        else
+            fprintf(stderr, PROG ": %s: %s\n", where, msg);
+        if (c->json) {
+            fputs("{\"text\":", stdout);
+            app_json_string(stdout, text, len);
+            fputs(",\"error\":", stdout);
+            app_json_string(stdout, msg, strlen(msg));
+            fputs("}\n", stdout);
+        } else {
+            fputs("\t\t", stdout);
+            fwrite(text, 1, len, stdout);
+            putchar('\n');
+        }
+        return -1;
+    }
+    const char *name = bert_model_label(c->m, label);
+    if (c->json) {
+        fputs("{\"text\":", stdout);
+        app_json_string(stdout, text, len);
+        fputs(",\"label\":", stdout);
+        app_json_string(stdout, name, strlen(name));
+        printf(",\"score\":%.9g,\"scores\":{", (double)c->scores[label]);
+        for (size_t i = 0; i < c->C; i++) {
+            const char *l = bert_model_label(c->m, (int)i);
+            if (i)
+                putchar(',');
+            app_json_string(stdout, l, strlen(l));
+            printf(":%.9g", (double)c->scores[i]);
+        }
+        fputs("}}\n", stdout);
+    } else {
+        printf("%s\t%.9g\t", name, (double)c->scores[label]);
+        fwrite(text, 1, len, stdout);
+        putchar('\n');
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: " PROG " [OPTIONS] [TEXT...]\n"
+"Classify each TEXT, or each line of standard input, with a BERT\n"
+"sequence-classification model (default: the bundled sentiment model).\n"
+"Prints label<TAB>probability<TAB>text per text.\n"
+"\n"
+"  -m, --model DIR    model directory\n"
+"  -j, --json         JSON lines: {\"text\",\"label\",\"score\",\"scores\":{label:p}}\n"
+"  -t, --threads N    threads for the model (default 1)\n"
+"  -h, --help         this help\n"
+"  -V, --version      version\n"
+"\n"
+"Lines end at '\\n' only.  Long texts are truncated to the model's maximum\n"
+"length.  Probabilities: softmax (sigmoid for multi-label models), as\n"
+"Hugging Face's text-classification pipeline.\n"
+"Exit status: 0 success, 1 usage error, 2 bad model or input (a text that\n"
+"cannot be classified still gets an output line, with an empty label).\n"
+"\n"
+"Examples:\n"
+"  " PROG " 'What a wonderful film!' 'Dull and far too long.'\n"
+"  " PROG " --json < reviews.txt\n"
+"  " PROG " --model models/sst2 < reviews.txt | sort | cut -f1 | uniq -c\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},
+        {"threads", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    ctx C;
+    memset(&C, 0, sizeof C);
+    const char *model_dir = NULL;
+    int threads = 1, opt;
+    char *end;
+    while ((opt = getopt_long(argc, argv, "m:jt:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'm': model_dir = optarg; break;
+        case 'j': C.json = 1; break;
+        case 't':
+            errno = 0;
+            threads = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || errno || threads < 1) {
+                fprintf(stderr, PROG ": --threads needs a number >= 1, not "
+                        "'%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V':
+            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
+            return EXIT_OK;
+        default:
+            fprintf(stderr, "Try '" PROG " --help'.\n");
+            return EXIT_USAGE;
+        }
+    }
+    char defdir[8192];
+    if (!model_dir) {
+        model_dir = app_default_model("sentiment", defdir, sizeof defdir);
+        if (!model_dir) {
+            fprintf(stderr, PROG ": no --model given and the default "
+                    "sentiment model is missing (looked in %s); pass "
+                    "--model DIR\n", defdir);
+            return EXIT_BADINPUT;
+        }
+    }
+    bert_error err;
+    if (bert_model_load(model_dir, NULL, &C.m, &err)) {
+        fprintf(stderr, PROG ": %s: %s\n", model_dir, err.text);
+        return EXIT_BADINPUT;
+    }
+    const bert_config *cfg = bert_model_config(C.m);
+    if (cfg->task != BERT_TASK_SEQUENCE || cfg->num_labels == 0) {
+        fprintf(stderr, PROG ": %s: not a sequence-classification model\n",
+                model_dir);
+        bert_model_free(C.m);
+        return EXIT_BADINPUT;
+    }
+    C.C = cfg->num_labels;
+    C.scores = calloc(C.C, sizeof *C.scores);
+    bert_session_params sp = bert_session_default_params();
+    sp.n_threads = threads;
+    if (!C.scores || bert_session_create(C.m, &sp, &C.s, &err)) {
+        fprintf(stderr, PROG ": %s: %s\n", model_dir,
+                C.scores ? err.text : "out of memory");
+        bert_model_free(C.m);
+        return EXIT_BADINPUT;
+    }
+    if (optind < argc) {
+        for (int i = optind; i < argc; i++) {
+            char where[32];
+            snprintf(where, sizeof where, "argument %d", i - optind + 1);
+            classify(&C, argv[i], strlen(argv[i]), where, 0);
+        }
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        long n, lineno = 0;
+        while ((n = app_read_line(stdin, &line, &cap)) >= 0)
+            classify(&C, line, (size_t)n, "<stdin>", ++lineno);
+        if (n == -2) {
+            fprintf(stderr, PROG ": out of memory\n");
+            C.n_errors++;
+        }
+        free(line);
+    }
+    int status = C.n_errors ? EXIT_BADINPUT : EXIT_OK;
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
+        status = EXIT_BADINPUT;
+    }
+    free(C.scores);
+    bert_session_free(C.s);
+    bert_model_free(C.m);
+    return status;
+}
