@@ -337,9 +337,10 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
                              label, s);
         if ((rc = get_real(root, "layer_norm_eps", 1e-12, 0, &d, label, err)))
             return rc;
-        if (!(d > 0 && d < 1))
+        if (!(d > 0 && d < 1) || !((float)d > 0.0f))
             return bert__err(err, BERT_EFORMAT,
-                             "%s: \"layer_norm_eps\" %g must be in (0, 1)",
+                             "%s: \"layer_norm_eps\" %g must be in (0, 1) "
+                             "and representable as a float",
                              label, d);
         c->layer_norm_eps = (float)d;
         if ((rc = get_real(root, "hidden_dropout_prob", 0.1, 0, &d, label,
