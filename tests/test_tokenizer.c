@@ -1,0 +1,525 @@
+/*
+ * tests/test_tokenizer.c - hand-checked cases for each rule of the
+ * WordPiece tokenizer, on a small vocabulary written by the test itself
+ * (so every id below can be checked by reading VOCAB).
+ * Inputs are copied into exact-size heap buffers so sanitizers catch any
+ * over-read.
+ */
+#include <CUnit/Basic.h>
+#include <libbert/bert_tokenizer.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* id = line number; line 22 is U+2028 (LINE SEPARATOR), which must not
+ * split the file. */
+static const char *const VOCAB[] = {
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", "un", "##aff",
+    "##able", "cafe", "caf\xc3\xa9", ",", ".", "!", "$", "\xe4\xb8\xad", "\xe5\x9b\xbd",
+    "\xf0\xa0\x9c\x8e", "a", "##a", "\xe2\x80\xa8", "##b", "b", "\xcf\x83", "Hello", "i",
+    "\xc3\x9f", "x", "##x", "(", ")", "~", "`", "^", "ab", "c", "##c", "\xd1\x8f", "##\xd1\x8f",
+    "\xce\xbf", "##\xce\xb4", "##\xce\xbf", "##\xcf\x83", "\xe1\x84\x92", "##\xe1\x85\xa1",
+    "##\xe1\x86\xab", "\xc2\xab", "\xc2\xbb", "\xc2\xbf", "-",
+};
+#define N_VOCAB (sizeof VOCAB / sizeof VOCAB[0])
+
+static char tmpdir[64];
+static char vocab_path[128];
+static bert_tokenizer *uncased, *cased;
+static bert_encoding *enc;
+
+static int write_file(const char *path, const char *data)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    fputs(data, f);
+    return fclose(f);
+}
+
+static int setup(void)
+{
+    strcpy(tmpdir, "/tmp/test_tokenizer.XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(vocab_path, sizeof vocab_path, "%s/vocab.txt", tmpdir);
+    FILE *f = fopen(vocab_path, "wb");
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < N_VOCAB; i++)
+        fprintf(f, "%s\n", VOCAB[i]);
+    fclose(f);
+    bert_error err;
+    if (bert_tokenizer_load_vocab(vocab_path, 1, -1, 1, &uncased, &err) ||
+        bert_tokenizer_load_vocab(vocab_path, 0, -1, 1, &cased, &err)) {
+        fprintf(stderr, "setup: %s\n", err.text);
+        return -1;
+    }
+    enc = bert_encoding_create();
+    return enc ? 0 : -1;
+}
+
+static int teardown(void)
+{
+    bert_tokenizer_free(uncased);
+    bert_tokenizer_free(cased);
+    bert_encoding_free(enc);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Encodes exact-size heap copies of text (and pair when non-NULL); returns
+ * the status. */
+static int encode_n(const bert_tokenizer *t, const char *text, size_t n, const char *pair,
+                    size_t pn, const bert_encode_params *prm, bert_error *err)
+{
+    char *a = malloc(n ? n : 1), *b = pair ? malloc(pn ? pn : 1) : NULL;
+    memcpy(a, text, n);
+    if (pair)
+        memcpy(b, pair, pn);
+    int rc = bert_tokenizer_encode(t, a, n, b, pn, prm, enc, err);
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* The tokens of the last encoding, space separated (static buffer). */
+static const char *tokens_of(const bert_tokenizer *t)
+{
+    static char buf[1 << 16];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < enc->n && n + 64 < sizeof buf; i++) {
+        const char *tok = bert_tokenizer_token(t, enc->ids[i]);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, i ? " %s" : "%s", tok ? tok : "?");
+    }
+    return buf;
+}
+
+/* Asserts that text gives exactly `want` ([CLS] ... [SEP] included). */
+#define CHECK_TOKENS(t, text, want)                                                   \
+    do {                                                                              \
+        bert_error err_;                                                              \
+        int rc_ = encode_n((t), (text), sizeof(text) - 1, NULL, 0, NULL, &err_);      \
+        CU_ASSERT_EQUAL(rc_, BERT_OK);                                                \
+        const char *got_ = tokens_of(t);                                              \
+        if (strcmp(got_, (want)) != 0)                                                \
+            fprintf(stderr, "\n  %s:%d: want \"%s\"\n    got  \"%s\"\n", __FILE__, __LINE__, \
+                    (want), got_);                                                    \
+        CU_ASSERT_STRING_EQUAL(got_, (want));                                         \
+    } while (0)
+
+/* ---- normalization ----------------------------------------------------- */
+
+static void test_clean_text(void)
+{
+    CHECK_TOKENS(uncased, "hel\0lo", "[CLS] hello [SEP]");              /* NUL */
+    CHECK_TOKENS(uncased, "hel\x01lo\x7f", "[CLS] hello [SEP]");        /* Cc */
+    CHECK_TOKENS(uncased, "hel\xef\xbf\xbdlo", "[CLS] hello [SEP]");    /* U+FFFD */
+    CHECK_TOKENS(uncased, "hel\xe2\x80\x8blo", "[CLS] hello [SEP]");    /* U+200B (Cf) */
+    CHECK_TOKENS(uncased, "\xef\xbb\xbfhello", "[CLS] hello [SEP]");    /* BOM */
+    CHECK_TOKENS(uncased, "hel\xc2\xadlo", "[CLS] hello [SEP]");        /* soft hyphen */
+    CHECK_TOKENS(uncased, "hel\xee\x80\x80lo", "[CLS] hello [SEP]");    /* U+E000 (Co) */
+    CHECK_TOKENS(uncased, "hello\x0bworld", "[CLS] [UNK] [SEP]");       /* \v is Cc: dropped */
+    CHECK_TOKENS(uncased, "hello\xc2\x85world", "[CLS] [UNK] [SEP]");   /* U+0085 too */
+    /* whitespace of every kind separates words */
+    CHECK_TOKENS(uncased, "hello\tworld\rhello\nworld", "[CLS] hello world hello world [SEP]");
+    CHECK_TOKENS(uncased, "hello\xc2\xa0world\xe3\x80\x80hello", "[CLS] hello world hello [SEP]");
+    CHECK_TOKENS(uncased, "hello\xe2\x80\xa8world", "[CLS] hello world [SEP]"); /* U+2028 */
+    /* unassigned code points (U+E0000) are kept, so the word is unknown */
+    CHECK_TOKENS(uncased, "hel\xf3\xa0\x80\x80lo", "[CLS] [UNK] [SEP]");
+}
+
+static void test_cjk(void)
+{
+    CHECK_TOKENS(uncased, "\xe4\xb8\xad\xe5\x9b\xbd", "[CLS] \xe4\xb8\xad \xe5\x9b\xbd [SEP]");
+    /* astral ideograph (Ext-B) is a word of its own too */
+    CHECK_TOKENS(uncased, "a\xf0\xa0\x9c\x8e" "b", "[CLS] a \xf0\xa0\x9c\x8e b [SEP]");
+    CHECK_TOKENS(cased, "a\xe4\xb8\xad" "b", "[CLS] a \xe4\xb8\xad b [SEP]");
+}
+
+static void test_lowercase_accents(void)
+{
+    CHECK_TOKENS(uncased, "HELLO World", "[CLS] hello world [SEP]");
+    CHECK_TOKENS(uncased, "Caf\xc3\xa9", "[CLS] cafe [SEP]");             /* precomposed */
+    CHECK_TOKENS(uncased, "CAFE\xcc\x81", "[CLS] cafe [SEP]");            /* E + U+0301 */
+    CHECK_TOKENS(uncased, "\xc4\xb0", "[CLS] i [SEP]");                   /* U+0130 */
+    CHECK_TOKENS(uncased, "\xc3\x9f", "[CLS] \xc3\x9f [SEP]");            /* sharp s stays */
+    /* per-character lowercasing: final sigma stays sigma */
+    CHECK_TOKENS(uncased, "\xce\x9f\xce\x94\xce\x9f\xce\xa3",
+                 "[CLS] \xce\xbf ##\xce\xb4 ##\xce\xbf ##\xcf\x83 [SEP]");
+    /* Hangul syllables decompose to conjoining jamo (NFD) */
+    CHECK_TOKENS(uncased, "\xed\x95\x9c",
+                 "[CLS] \xe1\x84\x92 ##\xe1\x85\xa1 ##\xe1\x86\xab [SEP]");
+    /* the cased model keeps case and accents */
+    CHECK_TOKENS(cased, "caf\xc3\xa9", "[CLS] caf\xc3\xa9 [SEP]");
+    CHECK_TOKENS(cased, "Hello hello", "[CLS] Hello hello [SEP]");
+    CHECK_TOKENS(cased, "\xed\x95\x9c", "[CLS] [UNK] [SEP]");
+    CU_ASSERT_EQUAL(bert_tokenizer_lowercase(uncased), 1);
+    CU_ASSERT_EQUAL(bert_tokenizer_strip_accents(uncased), 1);
+    CU_ASSERT_EQUAL(bert_tokenizer_lowercase(cased), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_strip_accents(cased), 0);
+}
+
+static void test_punctuation(void)
+{
+    CHECK_TOKENS(uncased, "hello,world!", "[CLS] hello , world ! [SEP]");
+    /* ASCII symbols count as punctuation although Unicode says S* */
+    CHECK_TOKENS(uncased, "$(a)~`^", "[CLS] $ ( a ) ~ ` ^ [SEP]");
+    /* Unicode P* */
+    CHECK_TOKENS(uncased, "\xc2\xab" "a\xc2\xbb\xc2\xbf", "[CLS] \xc2\xab a \xc2\xbb \xc2\xbf [SEP]");
+    CHECK_TOKENS(uncased, "un-aff", "[CLS] un - [UNK] [SEP]");
+}
+
+/* ---- special tokens and WordPiece ---------------------------------------- */
+
+static void test_special_in_text(void)
+{
+    CHECK_TOKENS(uncased, "hello [MASK] world", "[CLS] hello [MASK] world [SEP]");
+    CU_ASSERT_EQUAL(enc->ids[2], 4);
+    CU_ASSERT_EQUAL(enc->special_mask[2], 0);
+    CU_ASSERT_EQUAL(enc->word_ids[2], 1);
+    CU_ASSERT_EQUAL(enc->word_ids[3], 2);
+    CU_ASSERT_EQUAL(enc->offsets[4], 6);
+    CU_ASSERT_EQUAL(enc->offsets[5], 12);
+    /* matched on the raw text, even inside a word, case-sensitively */
+    CHECK_TOKENS(uncased, "x[SEP]x", "[CLS] x [SEP] x [SEP]");
+    CHECK_TOKENS(uncased, "[sep]", "[CLS] [UNK] [UNK] [UNK] [SEP]");
+}
+
+static void test_wordpiece(void)
+{
+    CHECK_TOKENS(uncased, "unaffable", "[CLS] un ##aff ##able [SEP]");
+    CHECK_TOKENS(uncased, "worlds", "[CLS] world ##s [SEP]");
+    CHECK_TOKENS(uncased, "helloq", "[CLS] [UNK] [SEP]");
+    CHECK_TOKENS(uncased, "abc", "[CLS] ab ##c [SEP]"); /* longest match first */
+    /* 100 characters are fine, 101 are [UNK]; characters, not bytes */
+    char w[512];
+    memset(w, 'x', 101);
+    bert_error err;
+    CU_ASSERT_EQUAL(encode_n(uncased, w, 100, NULL, 0, NULL, &err), BERT_OK);
+    CU_ASSERT_EQUAL(enc->n, 102);
+    CU_ASSERT_EQUAL(encode_n(uncased, w, 101, NULL, 0, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [UNK] [SEP]");
+    CU_ASSERT_EQUAL(enc->offsets[3], 101);
+    for (int i = 0; i < 101; i++)
+        memcpy(w + 2 * i, "\xd1\x8f", 2);
+    CU_ASSERT_EQUAL(encode_n(uncased, w, 140, NULL, 0, NULL, &err), BERT_OK); /* 70 chars */
+    CU_ASSERT_EQUAL(enc->n, 72);
+    CU_ASSERT_EQUAL(enc->offsets[2 * 70], 69);
+    CU_ASSERT_EQUAL(enc->byte_offsets[2 * 70], 138);
+    CU_ASSERT_EQUAL(encode_n(uncased, w, 202, NULL, 0, NULL, &err), BERT_OK); /* 101 chars */
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [UNK] [SEP]");
+}
+
+static void test_vocab(void)
+{
+    CU_ASSERT_EQUAL(bert_tokenizer_vocab_size(uncased), N_VOCAB);
+    CU_ASSERT_EQUAL(bert_tokenizer_find(uncased, "\xe2\x80\xa8", 3), 22);
+    CU_ASSERT_EQUAL(bert_tokenizer_find(uncased, "##b", 3), 23); /* line after U+2028 */
+    CU_ASSERT_EQUAL(bert_tokenizer_find(uncased, "nope", 4), -1);
+    CU_ASSERT_STRING_EQUAL(bert_tokenizer_token(uncased, 26), "Hello");
+    CU_ASSERT_PTR_NULL(bert_tokenizer_token(uncased, (int32_t)N_VOCAB));
+    CU_ASSERT_PTR_NULL(bert_tokenizer_token(uncased, -1));
+    CU_ASSERT_EQUAL(bert_tokenizer_special(uncased, BERT_TOKEN_PAD), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(uncased, BERT_TOKEN_UNK), 1);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(uncased, BERT_TOKEN_CLS), 2);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(uncased, BERT_TOKEN_SEP), 3);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(uncased, BERT_TOKEN_MASK), 4);
+}
+
+/* ---- encoding ---------------------------------------------------------- */
+
+static void test_offsets(void)
+{
+    bert_error err;
+    const char s[] = "Caf\xc3\xa9! \xe4\xb8\xad";
+    CU_ASSERT_EQUAL(encode_n(uncased, s, sizeof s - 1, NULL, 0, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] cafe ! \xe4\xb8\xad [SEP]");
+    const int64_t cp[] = {0, 0, 0, 4, 4, 5, 6, 7, 0, 0};
+    const int64_t by[] = {0, 0, 0, 5, 5, 6, 7, 10, 0, 0};
+    for (int i = 0; i < 10; i++) {
+        CU_ASSERT_EQUAL(enc->offsets[i], cp[i]);
+        CU_ASSERT_EQUAL(enc->byte_offsets[i], by[i]);
+    }
+    const int32_t words[] = {-1, 0, 1, 2, -1};
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(enc->word_ids[i], words[i]);
+        CU_ASSERT_EQUAL(enc->attention_mask[i], 1);
+        CU_ASSERT_EQUAL(enc->special_mask[i], i == 0 || i == 4);
+        CU_ASSERT_EQUAL(enc->seq_ids[i], (i == 0 || i == 4) ? -1 : 0);
+    }
+}
+
+static void test_empty_and_blank(void)
+{
+    CHECK_TOKENS(uncased, "", "[CLS] [SEP]");
+    CHECK_TOKENS(uncased, " \t \xe3\x80\x80 ", "[CLS] [SEP]");
+    CHECK_TOKENS(uncased, "\xe2\x80\x8b", "[CLS] [SEP]");
+    bert_error err;
+    /* an empty pair is no pair (transformers' tokenizer(a, text_pair="")) */
+    CU_ASSERT_EQUAL(encode_n(uncased, "a", 1, "", 0, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a [SEP]");
+    /* no special tokens */
+    bert_encode_params p = bert_encode_default_params();
+    p.add_special_tokens = 0;
+    CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "a b");
+}
+
+static void test_pair_and_truncation(void)
+{
+    bert_error err;
+    bert_encode_params p = bert_encode_default_params();
+    const char a[] = "a a a a", b[] = "b b b b b b";
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a a [SEP] b b b b b b [SEP]");
+    const int32_t types[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 13; i++)
+        CU_ASSERT_EQUAL(enc->type_ids[i], types[i]);
+    CU_ASSERT_EQUAL(enc->word_ids[6], 0); /* word ids restart in the pair */
+    CU_ASSERT_EQUAL(enc->seq_ids[6], 1);
+    CU_ASSERT_EQUAL(enc->seq_ids[5], -1);
+    /* longest_first: 10 - 3 specials = 7 = 3 + 4 (the longer keeps more) */
+    p.max_length = 10;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a [SEP] b b b b [SEP]");
+    CU_ASSERT_EQUAL(enc->n_overflow_first, 1);
+    CU_ASSERT_EQUAL(enc->n_overflow_second, 2);
+    /* only the longer one shrinks when the shorter fits in half */
+    p.max_length = 12;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a a [SEP] b b b b b [SEP]");
+    /* only_first / only_second */
+    p.max_length = 11;
+    p.truncation = BERT_TRUNCATE_ONLY_FIRST;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a [SEP] b b b b b b [SEP]");
+    p.truncation = BERT_TRUNCATE_ONLY_SECOND;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a a [SEP] b b b b [SEP]");
+    /* the sequence to cut is too short: an error, as in the reference */
+    p.max_length = 8;
+    p.truncation = BERT_TRUNCATE_ONLY_FIRST;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_ETOOLONG);
+    CU_ASSERT_EQUAL(enc->n, 0);
+    p.truncation = BERT_TRUNCATE_ONLY_SECOND;
+    CU_ASSERT_EQUAL(encode_n(uncased, "a", 1, NULL, 0, &p, &err), BERT_OK); /* fits */
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &(bert_encode_params){4, BERT_TRUNCATE_ONLY_SECOND, 0, 1}, &err),
+                    BERT_EINVAL);
+    /* single sequence */
+    p.truncation = BERT_TRUNCATE_LONGEST_FIRST;
+    p.max_length = 4;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a [SEP]");
+    /* max_length below the special tokens keeps only them */
+    p.max_length = 1;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [SEP] [SEP]");
+}
+
+static void test_padding(void)
+{
+    bert_error err;
+    bert_encode_params p = bert_encode_default_params();
+    p.pad_to = 6;
+    CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a b [SEP] [PAD] [PAD]");
+    const int32_t mask[] = {1, 1, 1, 1, 0, 0}, spec[] = {1, 0, 0, 1, 1, 1};
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_EQUAL(enc->attention_mask[i], mask[i]);
+        CU_ASSERT_EQUAL(enc->special_mask[i], spec[i]);
+    }
+    CU_ASSERT_EQUAL(enc->word_ids[5], -1);
+    CU_ASSERT_EQUAL(enc->type_ids[5], 0);
+    p.pad_to = 2; /* shorter than the sequence: no-op */
+    CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_EQUAL(enc->n, 4);
+}
+
+/* ---- invalid UTF-8 ----------------------------------------------------- */
+
+static void expect_utf8_error(const char *s, size_t n, long long off)
+{
+    bert_error err;
+    int rc = encode_n(uncased, s, n, NULL, 0, NULL, &err);
+    CU_ASSERT_EQUAL(rc, BERT_EUTF8);
+    CU_ASSERT_EQUAL(err.byte_offset, off);
+    CU_ASSERT_EQUAL(enc->n, 0);
+    if (rc != BERT_EUTF8 || err.byte_offset != off)
+        fprintf(stderr, "\n  want offset %lld, got rc %d offset %lld\n", off, rc, err.byte_offset);
+}
+
+static void test_invalid_utf8(void)
+{
+    expect_utf8_error("ab\xc3", 3, 2);                 /* truncated at the end */
+    expect_utf8_error("ab\xe4\xb8", 4, 2);             /* truncated 3-byte */
+    expect_utf8_error("a\xc0\xaf", 3, 1);              /* overlong '/' */
+    expect_utf8_error("\xe0\x80\xaf", 3, 0);           /* overlong, 3 bytes */
+    expect_utf8_error("\xf0\x80\x80\xaf", 4, 0);       /* overlong, 4 bytes */
+    expect_utf8_error("abc\xed\xa0\x80", 6, 3);        /* surrogate U+D800 */
+    expect_utf8_error("abc\xf4\x90\x80\x80", 7, 3);    /* above U+10FFFF */
+    expect_utf8_error("x\xf5\x80\x80\x80", 5, 1);      /* byte > F4 */
+    expect_utf8_error("xy\xff", 3, 2);
+    expect_utf8_error("hello \x80", 7, 6);             /* lone continuation */
+    expect_utf8_error("\xc3(", 2, 0);                  /* bad continuation */
+    expect_utf8_error("abcdefghijklmnop\xc3", 17, 16); /* after the 8-byte fast path */
+    bert_error err;
+    CU_ASSERT_EQUAL(encode_n(uncased, "ok", 2, "x\xc3", 2, NULL, &err), BERT_EUTF8);
+    CU_ASSERT_EQUAL(err.byte_offset, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "pair"));
+    /* the largest code point and a 4-byte character are fine */
+    CU_ASSERT_EQUAL(encode_n(uncased, "\xf4\x8f\xbf\xbf", 4, NULL, 0, NULL, &err), BERT_OK);
+}
+
+/* ---- long inputs ------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void test_megabyte_lines(void)
+{
+    const size_t n = 1 << 20;
+    char *s = malloc(n);
+    bert_error err;
+    /* one 1 MB word: one [UNK] spanning it, in linear time */
+    memset(s, 'x', n);
+    double t0 = now();
+    CU_ASSERT_EQUAL(bert_tokenizer_encode(uncased, s, n, NULL, 0, NULL, enc, &err), BERT_OK);
+    double t_word = now() - t0;
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [UNK] [SEP]");
+    CU_ASSERT_EQUAL(enc->byte_offsets[3], (int64_t)n);
+    /* 1 MB of prose: "hello world, " repeated */
+    static const char unit[] = "hello world, "; /* 13 bytes, 3 tokens */
+    size_t reps = n / 13;
+    for (size_t i = 0; i < reps; i++)
+        memcpy(s + 13 * i, unit, 13);
+    t0 = now();
+    CU_ASSERT_EQUAL(bert_tokenizer_encode(uncased, s, 13 * reps, NULL, 0, NULL, enc, &err),
+                    BERT_OK);
+    double t_prose = now() - t0;
+    CU_ASSERT_EQUAL(enc->n, 3 * reps + 2);
+    CU_ASSERT_EQUAL(enc->byte_offsets[2 * (3 * reps)], (int64_t)(13 * reps - 2));
+    /* a word of CJK ideographs: each is a word (1 MB, no spaces) */
+    size_t k = n / 3;
+    for (size_t i = 0; i < k; i++)
+        memcpy(s + 3 * i, "\xe4\xb8\xad", 3);
+    t0 = now();
+    CU_ASSERT_EQUAL(bert_tokenizer_encode(uncased, s, 3 * k, NULL, 0, NULL, enc, &err), BERT_OK);
+    double t_cjk = now() - t0;
+    CU_ASSERT_EQUAL(enc->n, k + 2);
+    fprintf(stderr, " [1 MB: word %.3fs, prose %.3fs, CJK %.3fs] ", t_word, t_prose, t_cjk);
+    /* a generous bound: quadratic behaviour would take minutes */
+    CU_ASSERT(t_word < 5.0 && t_prose < 5.0 && t_cjk < 5.0);
+    free(s);
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+static void test_load_dirs(void)
+{
+    char dir[256], path[320];
+    bert_tokenizer *t = NULL;
+    bert_error err;
+    snprintf(dir, sizeof dir, "%s/m1", tmpdir);
+    mkdir(dir, 0700);
+    /* vocab.txt + tokenizer_config.json: flags come from the config */
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    FILE *f = fopen(path, "wb");
+    for (size_t i = 0; i < N_VOCAB; i++)
+        fprintf(f, "%s\n", VOCAB[i]);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    write_file(path, "{\"do_lower_case\": false, \"model_max_length\": 64}");
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_tokenizer_lowercase(t), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_model_max_length(t), 64);
+    CU_ASSERT_EQUAL(encode_n(t, "Hello", 5, NULL, 0, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(t), "[CLS] Hello [SEP]");
+    bert_tokenizer_free(t);
+    /* malformed JSON names the file, line and column */
+    write_file(path, "{\n  \"do_lower_case\": tru\n}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NULL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "tokenizer_config.json:2:"));
+    remove(path);
+    /* tokenizer.json of another kind is refused */
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "BPE"));
+    write_file(path, "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},\n"
+                     " \"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": null}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "NFKC"));
+    write_file(path, "{\"model\": {\"type\": \"WordPiece\",\n \"vocab\": [1,}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "tokenizer.json:2:"));
+    /* a minimal BERT tokenizer.json works and its flags are used */
+    write_file(path,
+               "{\"added_tokens\": [{\"id\": 4, \"content\": \"[MASK]\", \"special\": true}],"
+               " \"normalizer\": {\"type\": \"BertNormalizer\", \"clean_text\": true,"
+               " \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": true},"
+               " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+               " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\","
+               " \"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 3,"
+               " \"vocab\": {\"[PAD]\": 0, \"[UNK]\": 1, \"[CLS]\": 2, \"[SEP]\": 3, \"[MASK]\": 4,"
+               " \"ab\": 5, \"##c\": 6}}}");
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
+    CU_ASSERT_EQUAL(encode_n(t, "ABC abcc [MASK]", 15, NULL, 0, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(t), "[CLS] ab ##c [UNK] [MASK] [SEP]");
+    bert_tokenizer_free(t);
+    /* missing directory */
+    CU_ASSERT_EQUAL(bert_tokenizer_load("/nonexistent/model", &t, &err), BERT_EMISSING);
+    bert_tokenizer_free(NULL);
+    bert_encoding_free(NULL);
+}
+
+/* ---- runner ------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        CU_TestFunc fn;
+    } tests[] = {
+        {"clean_text", test_clean_text},
+        {"cjk", test_cjk},
+        {"lowercase_accents", test_lowercase_accents},
+        {"punctuation", test_punctuation},
+        {"special_in_text", test_special_in_text},
+        {"wordpiece", test_wordpiece},
+        {"vocab", test_vocab},
+        {"offsets", test_offsets},
+        {"empty_and_blank", test_empty_and_blank},
+        {"pair_and_truncation", test_pair_and_truncation},
+        {"padding", test_padding},
+        {"invalid_utf8", test_invalid_utf8},
+        {"megabyte_lines", test_megabyte_lines},
+        {"load_dirs", test_load_dirs},
+    };
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("tokenizer", setup, teardown);
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int want = argc < 2;
+        for (int a = 1; a < argc; a++)
+            want |= strcmp(argv[a], tests[i].name) == 0;
+        if (want)
+            CU_add_test(s, tests[i].name, tests[i].fn);
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}
