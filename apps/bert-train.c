@@ -1,0 +1,1468 @@
+/*
+ * bert-train - fine-tune or train a BERT model from the command line.
+ * See --help and docs/training.md.
+ */
+#include <csv.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/common.h"
+#include "libbert/bert_train.h"
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef struct {
+    const char *init, *config, *vocab, *train, *dev, *out, *format;
+    const char *text_col, *pair_col, *label_col, *labels;
+    int task; /* bert_train_task */
+    double epochs;
+    long batch, accum, max_len, threads, log_every, dev_max;
+    double lr, warmup, wd, clip, mlm_prob, max_minutes;
+    unsigned long long seed;
+    int resume, all_subtokens, no_dropout, lowercase, quiet;
+} opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: bert-train (--init DIR | --config FILE --vocab DIR) --task TASK\n"
+"                  --train FILE [--dev FILE] --out DIR [options]\n"
+"Fine-tunes (--init: a Hugging Face BERT model directory) or trains from\n"
+"scratch (--config: a config.json; --vocab: a directory with vocab.txt and\n"
+"tokenizer_config.json) a BERT model, and writes a complete Hugging Face\n"
+"model directory to --out (the best dev checkpoint).\n\n"
+"Tasks and data (format from the file extension, or --format):\n"
+"  sequence  CSV with a header: text[,text_pair],label  (.csv)\n"
+"  token     CoNLL: token<TAB>tag per line, blank line between sentences\n"
+"  mlm       plain text, one paragraph per line (15%% of tokens masked,\n"
+"            80/10/10 [MASK]/random/kept); texts are packed into\n"
+"            --max-length chunks\n\n"
+"Options:\n"
+"  --text-column NAME     CSV text column (default text)\n"
+"  --pair-column NAME     CSV second-text column (default: none)\n"
+"  --label-column NAME    CSV label column (default label)\n"
+"  --labels A,B,...       label order (default: sorted; \"O\" first)\n"
+"  --label-all-subtokens  token task: label every sub-token (B- becomes I-\n"
+"                         after the first); default: first sub-token only\n"
+"  --lowercase / --cased  override the vocabulary's do_lower_case\n"
+"  --epochs N             (default 3; may be fractional)\n"
+"  --batch-size N         examples per step (default 32)\n"
+"  --accum N              gradient accumulation: micro-batches per step (1)\n"
+"  --lr X                 peak learning rate (default 5e-5)\n"
+"  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
+"  --weight-decay X       AdamW decay, not on biases/LayerNorm (0.01)\n"
+"  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
+"  --max-length N         tokens per example incl. [CLS]/[SEP] (128)\n"
+"  --mlm-probability X    (0.15)\n"
+"  --no-dropout           train without dropout\n"
+"  --seed N               (42)   --threads N  (1)\n"
+"  --max-minutes X        stop (evaluate, save) after X minutes of training\n"
+"  --dev-max N            evaluate on at most N dev examples\n"
+"  --log-every N          also log every N steps (default: per epoch)\n"
+"  --resume               continue from --out's trainer_state.bin\n"
+"  -q, --quiet            no progress output\n"
+"  --help, --version\n\n"
+"Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n");
+}
+
+/* ---- data -------------------------------------------------------------- */
+
+typedef struct {
+    int32_t *ids, *types, *labels; /* labels: n entries (token/mlm), or 1 */
+    int32_t n;
+    int32_t label;                 /* sequence */
+    /* token task, for word-level evaluation */
+    int32_t nwords;
+    int32_t *word_tag;             /* gold tag per word */
+    int32_t *first_tok;            /* token index of each word's first piece,
+                                      -1 when truncated away */
+} example;
+
+typedef struct {
+    example *ex;
+    size_t n, cap;
+} dataset;
+
+static int ds_push(dataset *d, example *e)
+{
+    if (d->n == d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 1024;
+        example *nb = realloc(d->ex, nc * sizeof *nb);
+        if (!nb)
+            return -1;
+        d->ex = nb;
+        d->cap = nc;
+    }
+    d->ex[d->n++] = *e;
+    return 0;
+}
+
+static void ds_free(dataset *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->ex[i].ids);
+        free(d->ex[i].types);
+        free(d->ex[i].labels);
+        free(d->ex[i].word_tag);
+        free(d->ex[i].first_tok);
+    }
+    free(d->ex);
+    memset(d, 0, sizeof *d);
+}
+
+/* label set */
+typedef struct {
+    char **names;
+    size_t n, cap;
+    int fixed;
+} labels_t;
+
+static int label_find(const labels_t *l, const char *s)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int label_add(labels_t *l, const char *s)
+{
+    int k = label_find(l, s);
+    if (k >= 0)
+        return k;
+    if (l->fixed)
+        return -1;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        char **nb = realloc(l->names, nc * sizeof *nb);
+        if (!nb)
+            return -2;
+        l->names = nb;
+        l->cap = nc;
+    }
+    l->names[l->n] = strdup(s);
+    return l->names[l->n] ? (int)l->n++ : -2;
+}
+
+/* ---- CSV --------------------------------------------------------------- */
+
+typedef struct {
+    char **f;
+    size_t n, cap;
+    int rec_done;
+    /* collected records */
+    char ***rows;
+    size_t *rown;
+    size_t nrows, caprows;
+    int oom;
+} csvc;
+
+static void csv_cb1(void *s, size_t len, void *vc)
+{
+    csvc *c = vc;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 8;
+        char **nb = realloc(c->f, nc * sizeof *nb);
+        if (!nb) {
+            c->oom = 1;
+            return;
+        }
+        c->f = nb;
+        c->cap = nc;
+    }
+    char *d = malloc(len + 1);
+    if (!d) {
+        c->oom = 1;
+        return;
+    }
+    memcpy(d, s ? s : "", s ? len : 0);
+    d[s ? len : 0] = 0;
+    c->f[c->n++] = d;
+}
+
+static void csv_cb2(int ch, void *vc)
+{
+    csvc *c = vc;
+    if (c->nrows == c->caprows) {
+        size_t nc = c->caprows ? c->caprows * 2 : 1024;
+        char ***nr = realloc(c->rows, nc * sizeof *nr);
+        size_t *nn = realloc(c->rown, nc * sizeof *nn);
+        if (!nr || !nn) {
+            c->oom = 1;
+            if (nr)
+                c->rows = nr;
+            if (nn)
+                c->rown = nn;
+            return;
+        }
+        c->rows = nr;
+        c->rown = nn;
+        c->caprows = nc;
+    }
+    c->rows[c->nrows] = c->f;
+    c->rown[c->nrows] = c->n;
+    c->nrows++;
+    c->f = NULL;
+    c->n = c->cap = 0;
+}
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t cap = 1 << 20, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (n < cap)
+            break;
+        char *nb = realloc(b, cap * 2);
+        if (!nb) {
+            free(b);
+            b = NULL;
+            break;
+        }
+        b = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!b)
+        return -1;
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static int col_index(char **hdr, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(hdr[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---- tokenization helpers --------------------------------------------- */
+
+typedef struct {
+    bert_tokenizer *tok;
+    bert_encoding *enc;
+    size_t max_len;
+    int32_t cls, sep, pad, mask, unk;
+} tk_t;
+
+static int encode_pair(tk_t *k, const char *a, const char *b, example *e,
+                       char *errbuf, size_t errlen)
+{
+    bert_encode_params p = bert_encode_default_params();
+    p.max_length = k->max_len;
+    bert_error err;
+    if (bert_tokenizer_encode(k->tok, a, strlen(a), b, b ? strlen(b) : 0, &p,
+                              k->enc, &err)) {
+        snprintf(errbuf, errlen, "%s", err.text);
+        return -1;
+    }
+    size_t n = k->enc->n;
+    e->ids = malloc(n * sizeof(int32_t));
+    e->types = malloc(n * sizeof(int32_t));
+    if (!e->ids || !e->types)
+        return -2;
+    memcpy(e->ids, k->enc->ids, n * sizeof(int32_t));
+    memcpy(e->types, k->enc->type_ids, n * sizeof(int32_t));
+    e->n = (int32_t)n;
+    return 0;
+}
+
+static int load_csv(const char *path, const opts_t *o, tk_t *k,
+                    labels_t *labs, dataset *d)
+{
+    char *buf;
+    size_t len;
+    if (read_file(path, &buf, &len)) {
+        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    struct csv_parser p;
+    csvc c;
+    memset(&c, 0, sizeof c);
+    csv_init(&p, CSV_APPEND_NULL);
+    size_t done = csv_parse(&p, buf, len, csv_cb1, csv_cb2, &c);
+    int bad = done != len;
+    csv_fini(&p, csv_cb1, csv_cb2, &c);
+    csv_free(&p);
+    free(buf);
+    if (bad || c.oom || c.nrows < 1) {
+        fprintf(stderr, "bert-train: %s: malformed CSV\n", path);
+        return EXIT_BADINPUT;
+    }
+    int ti = col_index(c.rows[0], c.rown[0], o->text_col);
+    int pi = o->pair_col ? col_index(c.rows[0], c.rown[0], o->pair_col) : -1;
+    int li = col_index(c.rows[0], c.rown[0], o->label_col);
+    if (ti < 0 || li < 0 || (o->pair_col && pi < 0)) {
+        fprintf(stderr, "bert-train: %s: header lacks column '%s'\n", path,
+                ti < 0 ? o->text_col : li < 0 ? o->label_col : o->pair_col);
+        return EXIT_BADINPUT;
+    }
+    int rc = EXIT_OK;
+    for (size_t r = 1; r < c.nrows && rc == EXIT_OK; r++) {
+        size_t nf = c.rown[r];
+        char **f = c.rows[r];
+        if (nf == 1 && f[0][0] == 0)
+            continue; /* empty line */
+        if ((size_t)ti >= nf || (size_t)li >= nf || (pi >= 0 && (size_t)pi >= nf)) {
+            fprintf(stderr, "bert-train: %s: record %zu has %zu fields\n", path,
+                    r + 1, nf);
+            rc = EXIT_BADINPUT;
+            break;
+        }
+        example e;
+        memset(&e, 0, sizeof e);
+        int lab = label_add(labs, f[li]);
+        if (lab < 0) {
+            fprintf(stderr, "bert-train: %s: record %zu: unknown label '%s'\n",
+                    path, r + 1, f[li]);
+            rc = EXIT_BADINPUT;
+            break;
+        }
+        e.label = lab;
+        char eb[600];
+        int er = encode_pair(k, f[ti], pi >= 0 ? f[pi] : NULL, &e, eb, sizeof eb);
+        if (er) {
+            fprintf(stderr, "bert-train: %s: record %zu: %s\n", path, r + 1,
+                    er == -2 ? "out of memory" : eb);
+            rc = EXIT_BADINPUT;
+            break;
+        }
+        if (ds_push(d, &e))
+            rc = EXIT_BADINPUT;
+    }
+    for (size_t r = 0; r < c.nrows; r++) {
+        for (size_t i = 0; i < c.rown[r]; i++)
+            free(c.rows[r][i]);
+        free(c.rows[r]);
+    }
+    free(c.rows);
+    free(c.rown);
+    for (size_t i = 0; i < c.n; i++)
+        free(c.f[i]);
+    free(c.f);
+    return rc;
+}
+
+/* CoNLL sentence -> example: words joined by spaces, encoded; each token is
+ * mapped to its word through byte offsets. */
+static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
+                          char **words, char **tags, size_t nw, dataset *d,
+                          const char *path, long line)
+{
+    size_t tl = 0;
+    for (size_t i = 0; i < nw; i++)
+        tl += strlen(words[i]) + 1;
+    char *text = malloc(tl + 1);
+    size_t *start = malloc((nw + 1) * sizeof *start);
+    example e;
+    memset(&e, 0, sizeof e);
+    e.word_tag = malloc(nw * sizeof(int32_t));
+    e.first_tok = malloc(nw * sizeof(int32_t));
+    if (!text || !start || !e.word_tag || !e.first_tok)
+        return -2;
+    size_t p = 0;
+    for (size_t i = 0; i < nw; i++) {
+        start[i] = p;
+        size_t l = strlen(words[i]);
+        memcpy(text + p, words[i], l);
+        p += l;
+        text[p++] = ' ';
+        int lab = label_add(labs, tags[i]);
+        if (lab < 0) {
+            fprintf(stderr, "bert-train: %s:%ld: unknown tag '%s'\n", path,
+                    line, tags[i]);
+            free(text);
+            free(start);
+            return -1;
+        }
+        e.word_tag[i] = lab;
+        e.first_tok[i] = -1;
+    }
+    start[nw] = p;
+    text[p ? p - 1 : 0] = 0;
+    char eb[600];
+    int er = encode_pair(k, text, NULL, &e, eb, sizeof eb);
+    if (er) {
+        fprintf(stderr, "bert-train: %s:%ld: %s\n", path, line, eb);
+        free(text);
+        free(start);
+        return -1;
+    }
+    e.nwords = (int32_t)nw;
+    e.labels = malloc((size_t)e.n * sizeof(int32_t));
+    if (!e.labels)
+        return -2;
+    size_t w = 0;
+    for (int32_t t = 0; t < e.n; t++) {
+        e.labels[t] = -100;
+        if (k->enc->special_mask[t])
+            continue;
+        int64_t b = k->enc->byte_offsets[2 * t];
+        while (w + 1 < nw && (size_t)b >= start[w + 1])
+            w++;
+        if (e.first_tok[w] < 0) {
+            e.first_tok[w] = t;
+            e.labels[t] = e.word_tag[w];
+        } else if (o->all_subtokens) {
+            const char *tg = labs->names[e.word_tag[w]];
+            int lab = e.word_tag[w];
+            if (strncmp(tg, "B-", 2) == 0) {
+                char buf[256];
+                snprintf(buf, sizeof buf, "I-%s", tg + 2);
+                int il = label_find(labs, buf);
+                if (il >= 0)
+                    lab = il;
+            }
+            e.labels[t] = lab;
+        }
+    }
+    free(text);
+    free(start);
+    return ds_push(d, &e) ? -2 : 0;
+}
+
+static int load_conll(const char *path, const opts_t *o, tk_t *k,
+                      labels_t *labs, dataset *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    long n, ln = 0;
+    char **words = NULL, **tags = NULL;
+    size_t nw = 0, cw = 0;
+    int rc = EXIT_OK;
+    for (;;) {
+        n = app_read_line(f, &line, &cap);
+        ln++;
+        if (n < 0 || n == 0) {
+            if (nw) {
+                int r = conll_sentence(k, o, labs, words, tags, nw, d, path, ln);
+                for (size_t i = 0; i < nw; i++) {
+                    free(words[i]);
+                    free(tags[i]);
+                }
+                nw = 0;
+                if (r) {
+                    rc = EXIT_BADINPUT;
+                    break;
+                }
+            }
+            if (n < 0)
+                break;
+            continue;
+        }
+        char *tab = strchr(line, '\t');
+        if (!tab) {
+            fprintf(stderr, "bert-train: %s:%ld: expected token<TAB>tag\n", path, ln);
+            rc = EXIT_BADINPUT;
+            break;
+        }
+        *tab = 0;
+        char *tag = tab + 1;
+        char *tab2 = strchr(tag, '\t');
+        if (tab2)
+            *tab2 = 0;
+        if (nw == cw) {
+            cw = cw ? cw * 2 : 64;
+            words = realloc(words, cw * sizeof *words);
+            tags = realloc(tags, cw * sizeof *tags);
+            if (!words || !tags) {
+                rc = EXIT_BADINPUT;
+                break;
+            }
+        }
+        words[nw] = strdup(line);
+        tags[nw] = strdup(tag);
+        nw++;
+    }
+    for (size_t i = 0; i < nw; i++) {
+        free(words[i]);
+        free(tags[i]);
+    }
+    free(words);
+    free(tags);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Plain text for MLM: every line tokenized without specials, the stream
+ * packed into chunks of max_len - 2 tokens framed by [CLS] ... [SEP]. */
+static int load_text(const char *path, tk_t *k, dataset *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    size_t chunk = k->max_len - 2;
+    int32_t *cur = malloc(chunk * sizeof(int32_t));
+    size_t nc = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    long n, ln = 0;
+    bert_encode_params p = bert_encode_default_params();
+    p.add_special_tokens = 0;
+    int rc = EXIT_OK;
+    while ((n = app_read_line(f, &line, &cap)) >= 0) {
+        ln++;
+        bert_error err;
+        if (bert_tokenizer_encode(k->tok, line, (size_t)n, NULL, 0, &p, k->enc,
+                                  &err)) {
+            fprintf(stderr, "bert-train: %s:%ld: %s (line skipped)\n", path, ln,
+                    err.text);
+            continue;
+        }
+        for (size_t i = 0; i < k->enc->n; i++) {
+            cur[nc++] = k->enc->ids[i];
+            if (nc == chunk) {
+                example e;
+                memset(&e, 0, sizeof e);
+                e.n = (int32_t)(chunk + 2);
+                e.ids = malloc((chunk + 2) * sizeof(int32_t));
+                if (!e.ids) {
+                    rc = EXIT_BADINPUT;
+                    break;
+                }
+                e.ids[0] = k->cls;
+                memcpy(e.ids + 1, cur, chunk * sizeof(int32_t));
+                e.ids[chunk + 1] = k->sep;
+                if (ds_push(d, &e)) {
+                    rc = EXIT_BADINPUT;
+                    break;
+                }
+                nc = 0;
+            }
+        }
+        if (rc)
+            break;
+    }
+    if (nc > 8 && !rc) { /* the tail */
+        example e;
+        memset(&e, 0, sizeof e);
+        e.n = (int32_t)(nc + 2);
+        e.ids = malloc((nc + 2) * sizeof(int32_t));
+        if (e.ids) {
+            e.ids[0] = k->cls;
+            memcpy(e.ids + 1, cur, nc * sizeof(int32_t));
+            e.ids[nc + 1] = k->sep;
+            ds_push(d, &e);
+        }
+    }
+    free(cur);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---- batching ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(size_t *a, size_t n, uint64_t seed)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(mix(seed ^ mix(i)) % i);
+        size_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+static const dataset *g_sort_ds;
+static int cmp_len(const void *x, const void *y)
+{
+    const example *a = &g_sort_ds->ex[*(const size_t *)x];
+    const example *b = &g_sort_ds->ex[*(const size_t *)y];
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
+}
+
+/* Epoch order: shuffled, then sorted by length inside windows of 50
+ * batches (less padding), then the batches shuffled. */
+static void epoch_order(const dataset *d, size_t bs, uint64_t seed, size_t *ord)
+{
+    size_t n = d->n;
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    shuffle(ord, n, seed);
+    size_t win = bs * 50;
+    g_sort_ds = d;
+    for (size_t s = 0; s < n; s += win)
+        qsort(ord + s, (n - s < win ? n - s : win), sizeof *ord, cmp_len);
+    size_t nb = (n + bs - 1) / bs;
+    size_t *bo = malloc(nb * sizeof *bo), *tmp = malloc(n * sizeof *tmp);
+    if (!bo || !tmp) {
+        free(bo);
+        free(tmp);
+        return;
+    }
+    for (size_t i = 0; i < nb; i++)
+        bo[i] = i;
+    shuffle(bo, nb, seed ^ 0x55aa);
+    size_t p = 0;
+    for (size_t i = 0; i < nb; i++) {
+        size_t s = bo[i] * bs, e = s + bs < n ? s + bs : n;
+        for (size_t j = s; j < e; j++)
+            tmp[p++] = ord[j];
+    }
+    memcpy(ord, tmp, n * sizeof *ord);
+    free(bo);
+    free(tmp);
+}
+
+typedef struct {
+    int32_t *ids, *types, *labels;
+    size_t *lens;
+    size_t cap;
+} bbuf;
+
+/* Fills a padded batch of examples idx[0..nb); MLM masks with a hash of
+ * (seed, example, position) so that each epoch masks differently. */
+static int make_batch(bbuf *bb, const dataset *d, const size_t *idx, size_t nb,
+                      int task, const tk_t *k, size_t V, double mlm_prob,
+                      uint64_t mseed, bert_train_batch *out)
+{
+    size_t T = 1;
+    for (size_t i = 0; i < nb; i++)
+        if ((size_t)d->ex[idx[i]].n > T)
+            T = (size_t)d->ex[idx[i]].n;
+    size_t need = nb * T;
+    if (need > bb->cap) {
+        int32_t *a = realloc(bb->ids, need * sizeof(int32_t));
+        if (a)
+            bb->ids = a;
+        int32_t *b = realloc(bb->types, need * sizeof(int32_t));
+        if (b)
+            bb->types = b;
+        int32_t *c = realloc(bb->labels, need * sizeof(int32_t));
+        if (c)
+            bb->labels = c;
+        size_t *l = realloc(bb->lens, need * sizeof(size_t));
+        if (l)
+            bb->lens = l;
+        if (!a || !b || !c || !l)
+            return -1;
+        bb->cap = need;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const example *e = &d->ex[idx[i]];
+        size_t n = (size_t)e->n;
+        bb->lens[i] = n;
+        for (size_t t = 0; t < T; t++) {
+            size_t r = i * T + t;
+            bb->ids[r] = t < n ? e->ids[t] : k->pad;
+            bb->types[r] = (t < n && e->types) ? e->types[t] : 0;
+            if (task == BERT_TRAIN_TOKEN)
+                bb->labels[r] = t < n ? e->labels[t] : -100;
+            else if (task == BERT_TRAIN_MLM) {
+                bb->labels[r] = -100;
+                int32_t id = bb->ids[r];
+                if (t >= n || id == k->cls || id == k->sep || id == k->pad)
+                    continue;
+                uint64_t h = mix(mseed ^ mix(((uint64_t)idx[i] << 16) ^ t));
+                double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
+                if (u >= mlm_prob)
+                    continue;
+                bb->labels[r] = id;
+                double u2 = u / mlm_prob;
+                if (u2 < 0.8)
+                    bb->ids[r] = k->mask;
+                else if (u2 < 0.9)
+                    bb->ids[r] = (int32_t)(mix(h) % V);
+            }
+        }
+        if (task == BERT_TRAIN_SEQUENCE)
+            bb->labels[i] = e->label;
+    }
+    out->batch = nb;
+    out->seq_len = T;
+    out->ids = bb->ids;
+    out->type_ids = bb->types;
+    out->lengths = bb->lens;
+    out->labels = bb->labels;
+    return 0;
+}
+
+/* ---- evaluation -------------------------------------------------------- */
+
+typedef struct {
+    double main;  /* the number that picks the best checkpoint (higher =
+                     better) */
+    char text[256];
+} evalres;
+
+/* seqeval (default, non-strict) chunk boundaries */
+static void tag_split(const char *t, char *prefix, const char **type)
+{
+    if (strcmp(t, "O") == 0 || strlen(t) < 2 || t[1] != '-') {
+        *prefix = (strcmp(t, "O") == 0) ? 'O' : 'B';
+        *type = strcmp(t, "O") == 0 ? "" : t;
+        return;
+    }
+    *prefix = t[0];
+    *type = t + 2;
+}
+
+static int end_chunk(char pp, const char *pt, char p, const char *t)
+{
+    if (pp == 'E' || pp == 'S')
+        return 1;
+    if (pp == 'B' && (p == 'B' || p == 'S' || p == 'O'))
+        return 1;
+    if (pp == 'I' && (p == 'B' || p == 'S' || p == 'O'))
+        return 1;
+    if (pp != 'O' && pp != '.' && strcmp(pt, t) != 0)
+        return 1;
+    return 0;
+}
+
+static int start_chunk(char pp, const char *pt, char p, const char *t)
+{
+    if (p == 'B' || p == 'S')
+        return 1;
+    if ((pp == 'E' || pp == 'S' || pp == 'O') && (p == 'E' || p == 'I'))
+        return 1;
+    if (p != 'O' && p != '.' && strcmp(pt, t) != 0)
+        return 1;
+    return 0;
+}
+
+typedef struct {
+    int32_t b, e;
+    const char *type;
+} chunk;
+
+static size_t get_chunks(const labels_t *L, const int32_t *tags, size_t n,
+                         chunk *out)
+{
+    char pp = 'O';
+    const char *pt = "";
+    size_t begin = 0, nc = 0;
+    for (size_t i = 0; i <= n; i++) {
+        char p;
+        const char *ty;
+        if (i < n)
+            tag_split(L->names[tags[i]], &p, &ty);
+        else {
+            p = 'O';
+            ty = "";
+        }
+        if (end_chunk(pp, pt, p, ty)) {
+            out[nc].b = (int32_t)begin;
+            out[nc].e = (int32_t)i - 1;
+            out[nc].type = pt;
+            nc++;
+        }
+        if (start_chunk(pp, pt, p, ty))
+            begin = i;
+        pp = p;
+        pt = ty;
+    }
+    return nc;
+}
+
+static int is_bio(const labels_t *L)
+{
+    for (size_t i = 0; i < L->n; i++) {
+        const char *s = L->names[i];
+        if (strcmp(s, "O") && !((s[0] == 'B' || s[0] == 'I') && s[1] == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int evaluate(bert_trainer *t, const dataset *d, int task,
+                    const labels_t *L, const tk_t *k, size_t bs, size_t V,
+                    double mlm_prob, uint64_t seed, evalres *res)
+{
+    size_t n = d->n, C = L->n;
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    bbuf bb = {0};
+    float *logits = NULL;
+    size_t lcap = 0;
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    g_sort_ds = d;
+    qsort(idx, n, sizeof *idx, cmp_len);
+    int32_t *pred = NULL;
+    if (task == BERT_TRAIN_SEQUENCE)
+        pred = calloc(n + 1, sizeof *pred);
+    int32_t **wpred = NULL;
+    if (task == BERT_TRAIN_TOKEN)
+        wpred = calloc(n + 1, sizeof *wpred);
+    double tot_loss = 0;
+    size_t tot_n = 0;
+    for (size_t s = 0; s < n; s += bs) {
+        size_t nb = n - s < bs ? n - s : bs;
+        bert_train_batch b;
+        if (make_batch(&bb, d, idx + s, nb, task, k, V, mlm_prob, seed, &b))
+            return -1;
+        size_t rows = task == BERT_TRAIN_SEQUENCE ? nb : nb * b.seq_len;
+        if (task != BERT_TRAIN_MLM && rows * C > lcap) {
+            lcap = rows * C;
+            float *nl = realloc(logits, lcap * sizeof(float));
+            if (!nl)
+                return -1;
+            logits = nl;
+        }
+        double loss;
+        bert_error err;
+        if (bert_trainer_predict(t, &b, logits, &loss, &err)) {
+            fprintf(stderr, "bert-train: evaluation: %s\n", err.text);
+            return -1;
+        }
+        tot_loss += loss * (double)nb;
+        tot_n += nb;
+        for (size_t i = 0; i < nb; i++) {
+            const example *e = &d->ex[idx[s + i]];
+            if (task == BERT_TRAIN_SEQUENCE) {
+                const float *l = logits + i * C;
+                int32_t best = 0;
+                for (size_t c = 1; c < C; c++)
+                    if (l[c] > l[best])
+                        best = (int32_t)c;
+                pred[idx[s + i]] = best;
+            } else if (task == BERT_TRAIN_TOKEN) {
+                int32_t *wp = malloc(((size_t)e->nwords + 1) * sizeof *wp);
+                if (!wp)
+                    return -1;
+                int32_t o = label_find(L, "O");
+                for (int32_t w = 0; w < e->nwords; w++) {
+                    int32_t ft = e->first_tok[w];
+                    if (ft < 0) {
+                        wp[w] = o >= 0 ? o : 0;
+                        continue;
+                    }
+                    const float *l = logits + (i * b.seq_len + (size_t)ft) * C;
+                    int32_t best = 0;
+                    for (size_t c = 1; c < C; c++)
+                        if (l[c] > l[best])
+                            best = (int32_t)c;
+                    wp[w] = best;
+                }
+                wpred[idx[s + i]] = wp;
+            }
+        }
+    }
+    if (task == BERT_TRAIN_MLM) {
+        double ml = tot_n ? tot_loss / (double)tot_n : 0;
+        res->main = -ml;
+        snprintf(res->text, sizeof res->text, "dev mlm loss %.4f (ppl %.1f)",
+                 ml, exp(ml));
+    } else if (task == BERT_TRAIN_SEQUENCE) {
+        size_t correct = 0;
+        double f1sum = 0;
+        for (size_t i = 0; i < n; i++)
+            correct += pred[i] == d->ex[i].label;
+        for (size_t c = 0; c < C; c++) {
+            size_t tp = 0, fp = 0, fn = 0;
+            for (size_t i = 0; i < n; i++) {
+                int p = pred[i] == (int32_t)c, g = d->ex[i].label == (int32_t)c;
+                tp += p && g;
+                fp += p && !g;
+                fn += !p && g;
+            }
+            double f1 = tp ? 2.0 * tp / (2.0 * tp + fp + fn) : 0.0;
+            f1sum += f1;
+        }
+        double acc = n ? (double)correct / (double)n : 0;
+        res->main = acc;
+        snprintf(res->text, sizeof res->text,
+                 "dev loss %.4f accuracy %.4f macro-F1 %.4f (%zu examples)",
+                 tot_n ? tot_loss / (double)tot_n : 0, acc, C ? f1sum / (double)C : 0, n);
+    } else {
+        size_t words = 0, correct = 0;
+        size_t tp = 0, np = 0, ng = 0;
+        chunk *cg = NULL, *cp = NULL;
+        size_t ccap = 0;
+        int bio = is_bio(L);
+        for (size_t i = 0; i < n; i++) {
+            const example *e = &d->ex[i];
+            size_t nw = (size_t)e->nwords;
+            for (size_t w = 0; w < nw; w++)
+                correct += wpred[i][w] == e->word_tag[w];
+            words += nw;
+            if (!bio)
+                continue;
+            if (nw + 2 > ccap) {
+                ccap = (nw + 2) * 2;
+                cg = realloc(cg, ccap * sizeof *cg);
+                cp = realloc(cp, ccap * sizeof *cp);
+                if (!cg || !cp)
+                    return -1;
+            }
+            size_t a = get_chunks(L, e->word_tag, nw, cg);
+            size_t bcount = get_chunks(L, wpred[i], nw, cp);
+            ng += a;
+            np += bcount;
+            for (size_t x = 0; x < a; x++)
+                for (size_t y = 0; y < bcount; y++)
+                    if (cg[x].b == cp[y].b && cg[x].e == cp[y].e &&
+                        strcmp(cg[x].type, cp[y].type) == 0) {
+                        tp++;
+                        break;
+                    }
+        }
+        free(cg);
+        free(cp);
+        double acc = words ? (double)correct / (double)words : 0;
+        if (bio) {
+            double P = np ? (double)tp / (double)np : 0, R = ng ? (double)tp / (double)ng : 0;
+            double F = P + R > 0 ? 2 * P * R / (P + R) : 0;
+            res->main = F;
+            snprintf(res->text, sizeof res->text,
+                     "dev loss %.4f entity P %.4f R %.4f F1 %.4f, token "
+                     "accuracy %.4f (%zu sentences)",
+                     tot_n ? tot_loss / (double)tot_n : 0, P, R, F, acc, n);
+        } else {
+            res->main = acc;
+            snprintf(res->text, sizeof res->text,
+                     "dev loss %.4f token accuracy %.4f (%zu sentences)",
+                     tot_n ? tot_loss / (double)tot_n : 0, acc, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            free(wpred[i]);
+    }
+    free(wpred);
+    free(pred);
+    free(idx);
+    free(logits);
+    free(bb.ids);
+    free(bb.types);
+    free(bb.labels);
+    free(bb.lens);
+    return 0;
+}
+
+/* ---- output directory --------------------------------------------------- */
+
+static int copy_file(const char *from, const char *to)
+{
+    char *buf;
+    size_t len;
+    if (read_file(from, &buf, &len))
+        return -1;
+    FILE *f = fopen(to, "wb");
+    if (!f) {
+        free(buf);
+        return -1;
+    }
+    int ok = fwrite(buf, 1, len, f) == len;
+    free(buf);
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static int write_tokenizer_files(const char *vocab_dir, const char *out,
+                                 int lowercase, size_t max_len)
+{
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/vocab.txt", vocab_dir);
+    snprintf(b, sizeof b, "%s/vocab.txt", out);
+    if (strcmp(a, b) != 0 && copy_file(a, b))
+        return -1;
+    snprintf(b, sizeof b, "%s/tokenizer_config.json", out);
+    FILE *f = fopen(b, "w");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "{\n  \"clean_up_tokenization_spaces\": true,\n"
+            "  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
+            "  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
+            "  \"model_max_length\": %zu,\n  \"never_split\": null,\n"
+            "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
+            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
+            "  \"tokenizer_class\": \"BertTokenizer\",\n"
+            "  \"unk_token\": \"[UNK]\"\n}\n",
+            lowercase ? "true" : "false", max_len);
+    if (fclose(f))
+        return -1;
+    snprintf(b, sizeof b, "%s/special_tokens_map.json", out);
+    f = fopen(b, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n"
+               "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
+               "  \"unk_token\": \"[UNK]\"\n}\n");
+    return fclose(f) ? -1 : 0;
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_num(const char *s, double *out)
+{
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e);
+    if (*s == 0 || *e || errno || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    if (strcmp(x, "O") == 0)
+        return strcmp(y, "O") == 0 ? 0 : -1;
+    if (strcmp(y, "O") == 0)
+        return 1;
+    return strcmp(x, y);
+}
+
+static void remap_labels(dataset *d, const int32_t *map, int task)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        example *e = &d->ex[i];
+        if (task == BERT_TRAIN_SEQUENCE)
+            e->label = map[e->label];
+        if (task == BERT_TRAIN_TOKEN) {
+            for (int32_t t = 0; t < e->n; t++)
+                if (e->labels[t] >= 0)
+                    e->labels[t] = map[e->labels[t]];
+            for (int32_t w = 0; w < e->nwords; w++)
+                e->word_tag[w] = map[e->word_tag[w]];
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    memset(&o, 0, sizeof o);
+    o.text_col = "text";
+    o.label_col = "label";
+    o.epochs = 3;
+    o.batch = 32;
+    o.accum = 1;
+    o.max_len = 128;
+    o.threads = 1;
+    o.lr = 5e-5;
+    o.warmup = 0.1;
+    o.wd = 0.01;
+    o.clip = 1.0;
+    o.mlm_prob = 0.15;
+    o.seed = 42;
+    o.lowercase = -1;
+    o.task = 0;
+    enum { O_INIT = 256, O_CONFIG, O_VOCAB, O_TASK, O_TRAIN, O_DEV, O_OUT,
+           O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
+           O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
+           O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION };
+    static const struct option lo[] = {
+        {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
+        {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
+        {"train", 1, 0, O_TRAIN}, {"dev", 1, 0, O_DEV}, {"out", 1, 0, O_OUT},
+        {"format", 1, 0, O_FORMAT}, {"text-column", 1, 0, O_TEXTC},
+        {"pair-column", 1, 0, O_PAIRC}, {"label-column", 1, 0, O_LABC},
+        {"labels", 1, 0, O_LABELS}, {"label-all-subtokens", 0, 0, O_ALLSUB},
+        {"lowercase", 0, 0, O_LOWER}, {"cased", 0, 0, O_CASED},
+        {"epochs", 1, 0, O_EPOCHS}, {"batch-size", 1, 0, O_BS},
+        {"accum", 1, 0, O_ACCUM}, {"lr", 1, 0, O_LR}, {"warmup", 1, 0, O_WARM},
+        {"weight-decay", 1, 0, O_WD}, {"max-grad-norm", 1, 0, O_CLIP},
+        {"max-length", 1, 0, O_MAXLEN}, {"mlm-probability", 1, 0, O_MLMP},
+        {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
+        {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
+        {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
+        {"resume", 0, 0, O_RESUME}, {"quiet", 0, 0, 'q'},
+        {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
+        double v = 0;
+        int num = (c >= O_EPOCHS && c <= O_LOGEVERY && c != O_NODROP);
+        if (num && parse_num(optarg, &v)) {
+            fprintf(stderr, "bert-train: bad number '%s'\n", optarg);
+            return EXIT_USAGE;
+        }
+        switch (c) {
+        case O_INIT: o.init = optarg; break;
+        case O_CONFIG: o.config = optarg; break;
+        case O_VOCAB: o.vocab = optarg; break;
+        case O_TASK:
+            o.task = !strcmp(optarg, "sequence") ? BERT_TRAIN_SEQUENCE
+                     : !strcmp(optarg, "token") ? BERT_TRAIN_TOKEN
+                     : !strcmp(optarg, "mlm")   ? BERT_TRAIN_MLM
+                                                : -1;
+            break;
+        case O_TRAIN: o.train = optarg; break;
+        case O_DEV: o.dev = optarg; break;
+        case O_OUT: o.out = optarg; break;
+        case O_FORMAT: o.format = optarg; break;
+        case O_TEXTC: o.text_col = optarg; break;
+        case O_PAIRC: o.pair_col = optarg; break;
+        case O_LABC: o.label_col = optarg; break;
+        case O_LABELS: o.labels = optarg; break;
+        case O_ALLSUB: o.all_subtokens = 1; break;
+        case O_LOWER: o.lowercase = 1; break;
+        case O_CASED: o.lowercase = 0; break;
+        case O_EPOCHS: o.epochs = v; break;
+        case O_BS: o.batch = (long)v; break;
+        case O_ACCUM: o.accum = (long)v; break;
+        case O_LR: o.lr = v; break;
+        case O_WARM: o.warmup = v; break;
+        case O_WD: o.wd = v; break;
+        case O_CLIP: o.clip = v; break;
+        case O_MAXLEN: o.max_len = (long)v; break;
+        case O_MLMP: o.mlm_prob = v; break;
+        case O_NODROP: o.no_dropout = 1; break;
+        case O_SEED: o.seed = (unsigned long long)v; break;
+        case O_THREADS: o.threads = (long)v; break;
+        case O_MAXMIN: o.max_minutes = v; break;
+        case O_DEVMAX: o.dev_max = (long)v; break;
+        case O_LOGEVERY: o.log_every = (long)v; break;
+        case O_RESUME: o.resume = 1; break;
+        case 'q': o.quiet = 1; break;
+        case O_HELP: usage(stdout); return EXIT_OK;
+        case O_VERSION:
+            printf("bert-train (libbert) %s\n", BERT_VERSION_STRING);
+            return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    const char *why = NULL;
+    if (optind < argc)
+        why = "unexpected argument";
+    else if (o.task <= 0)
+        why = "--task sequence|token|mlm is required";
+    else if (!o.init == !o.config)
+        why = "give exactly one of --init DIR and --config FILE";
+    else if (o.config && !o.vocab)
+        why = "--config needs --vocab DIR";
+    else if (!o.train || !o.out)
+        why = "--train FILE and --out DIR are required";
+    else if (o.batch < 1 || o.accum < 1 || o.max_len < 8 || o.threads < 1 ||
+             o.epochs <= 0 || o.lr <= 0 || o.mlm_prob <= 0 || o.mlm_prob >= 1)
+        why = "a numeric option is out of range";
+    if (why) {
+        fprintf(stderr, "bert-train: %s\n", why);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *fmt = o.format;
+    if (!fmt) {
+        const char *dot = strrchr(o.train, '.');
+        fmt = (dot && !strcmp(dot, ".csv"))     ? "csv"
+              : (dot && !strcmp(dot, ".conll")) ? "conll"
+                                                : "text";
+    }
+    if ((o.task == BERT_TRAIN_SEQUENCE && strcmp(fmt, "csv")) ||
+        (o.task == BERT_TRAIN_TOKEN && strcmp(fmt, "conll")) ||
+        (o.task == BERT_TRAIN_MLM && strcmp(fmt, "text"))) {
+        fprintf(stderr, "bert-train: task and data format disagree (%s); use "
+                        "CSV for sequence, CoNLL for token, text for mlm "
+                        "(--format)\n", fmt);
+        return EXIT_USAGE;
+    }
+    const char *vocab_dir = o.vocab ? o.vocab : o.init;
+
+    /* tokenizer */
+    bert_error err;
+    tk_t k;
+    memset(&k, 0, sizeof k);
+    {
+        bert_tokenizer *t0;
+        if (bert_tokenizer_load(vocab_dir, &t0, &err)) {
+            fprintf(stderr, "bert-train: %s\n", err.text);
+            return EXIT_BADINPUT;
+        }
+        int lower = o.lowercase >= 0 ? o.lowercase : bert_tokenizer_lowercase(t0);
+        bert_tokenizer_free(t0);
+        o.lowercase = lower;
+        char vp[4096];
+        snprintf(vp, sizeof vp, "%s/vocab.txt", vocab_dir);
+        if (bert_tokenizer_load_vocab(vp, lower, -1, 1, &k.tok, &err)) {
+            fprintf(stderr, "bert-train: %s\n", err.text);
+            return EXIT_BADINPUT;
+        }
+    }
+    k.enc = bert_encoding_create();
+    k.max_len = (size_t)o.max_len;
+    k.cls = bert_tokenizer_special(k.tok, BERT_TOKEN_CLS);
+    k.sep = bert_tokenizer_special(k.tok, BERT_TOKEN_SEP);
+    k.pad = bert_tokenizer_special(k.tok, BERT_TOKEN_PAD);
+    k.mask = bert_tokenizer_special(k.tok, BERT_TOKEN_MASK);
+    if (k.cls < 0 || k.sep < 0 || k.pad < 0 || (o.task == BERT_TRAIN_MLM && k.mask < 0)) {
+        fprintf(stderr, "bert-train: the vocabulary lacks [CLS], [SEP], [PAD] "
+                        "or [MASK]\n");
+        return EXIT_BADINPUT;
+    }
+    /* labels */
+    labels_t labs;
+    memset(&labs, 0, sizeof labs);
+    if (o.labels) {
+        char *s = strdup(o.labels), *save = NULL;
+        for (char *p = strtok_r(s, ",", &save); p; p = strtok_r(NULL, ",", &save))
+            label_add(&labs, p);
+        free(s);
+        labs.fixed = 1;
+    }
+    dataset tr = {0}, dv = {0};
+    double t0 = now();
+    int rc;
+    if (o.task == BERT_TRAIN_SEQUENCE)
+        rc = load_csv(o.train, &o, &k, &labs, &tr);
+    else if (o.task == BERT_TRAIN_TOKEN)
+        rc = load_conll(o.train, &o, &k, &labs, &tr);
+    else
+        rc = load_text(o.train, &k, &tr);
+    if (rc)
+        return rc;
+    if (tr.n == 0) {
+        fprintf(stderr, "bert-train: %s: no examples\n", o.train);
+        return EXIT_BADINPUT;
+    }
+    if (o.task != BERT_TRAIN_MLM && !o.labels) {
+        /* sorted label order ("O" first), fixed before the dev set */
+        char **sorted = malloc(labs.n * sizeof *sorted);
+        int32_t *map = malloc(labs.n * sizeof *map);
+        if (!sorted || !map)
+            return EXIT_BADINPUT;
+        memcpy(sorted, labs.names, labs.n * sizeof *sorted);
+        qsort(sorted, labs.n, sizeof *sorted, cmp_names);
+        for (size_t i = 0; i < labs.n; i++)
+            for (size_t j = 0; j < labs.n; j++)
+                if (labs.names[i] == sorted[j])
+                    map[i] = (int32_t)j;
+        remap_labels(&tr, map, o.task);
+        memcpy(labs.names, sorted, labs.n * sizeof *sorted);
+        free(sorted);
+        free(map);
+    }
+    labs.fixed = 1;
+    if (o.dev) {
+        if (o.task == BERT_TRAIN_SEQUENCE)
+            rc = load_csv(o.dev, &o, &k, &labs, &dv);
+        else if (o.task == BERT_TRAIN_TOKEN)
+            rc = load_conll(o.dev, &o, &k, &labs, &dv);
+        else
+            rc = load_text(o.dev, &k, &dv);
+        if (rc)
+            return rc;
+        if (o.dev_max > 0 && dv.n > (size_t)o.dev_max)
+            dv.n = (size_t)o.dev_max; /* (the rest leaks until exit) */
+    }
+    if (!o.quiet)
+        fprintf(stderr, "bert-train: %zu training and %zu dev examples "
+                        "(tokenized in %.1f s)\n", tr.n, dv.n, now() - t0);
+
+    /* trainer */
+    size_t per_step = (size_t)(o.batch * o.accum);
+    size_t steps_per_epoch = (tr.n + per_step - 1) / per_step;
+    size_t total = (size_t)ceil(o.epochs * (double)steps_per_epoch);
+    bert_train_params p = bert_train_default_params();
+    p.task = (bert_train_task)o.task;
+    p.num_labels = labs.n;
+    p.labels = (const char *const *)labs.names;
+    p.lr = (float)o.lr;
+    p.weight_decay = (float)o.wd;
+    p.max_grad_norm = (float)o.clip;
+    p.warmup_steps = o.warmup < 1 ? (size_t)(o.warmup * (double)total) : (size_t)o.warmup;
+    p.total_steps = total;
+    p.seed = o.seed;
+    p.n_threads = (int)o.threads;
+    p.dropout = !o.no_dropout;
+    bert_trainer *t;
+    if (bert_trainer_create(o.init, o.config, &p, &t, &err)) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        return EXIT_BADINPUT;
+    }
+    size_t V = bert_trainer_config(t)->vocab_size;
+    if (bert_tokenizer_vocab_size(k.tok) > V) {
+        fprintf(stderr, "bert-train: the vocabulary has %zu tokens, the model "
+                        "%zu\n", bert_tokenizer_vocab_size(k.tok), V);
+        return EXIT_BADINPUT;
+    }
+    if ((size_t)o.max_len > bert_trainer_config(t)->max_position) {
+        fprintf(stderr, "bert-train: --max-length %ld exceeds the model's "
+                        "max_position_embeddings %zu\n",
+                o.max_len, bert_trainer_config(t)->max_position);
+        return EXIT_USAGE;
+    }
+    mkdir(o.out, 0755);
+    char path[4096];
+    double best = -INFINITY;
+    size_t start_epoch = 0;
+    if (o.resume) {
+        snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
+        if (bert_trainer_load_state(t, path, &err)) {
+            fprintf(stderr, "bert-train: --resume: %s\n", err.text);
+            return EXIT_BADINPUT;
+        }
+        snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
+        FILE *f = fopen(path, "r");
+        if (!f || fscanf(f, "%zu %lf", &start_epoch, &best) != 2) {
+            fprintf(stderr, "bert-train: --resume: cannot read %s\n", path);
+            return EXIT_BADINPUT;
+        }
+        fclose(f);
+        if (!o.quiet)
+            fprintf(stderr, "bert-train: resuming after epoch %zu, step %zu\n",
+                    start_epoch, bert_trainer_steps(t));
+    }
+    if (!o.quiet)
+        fprintf(stderr, "bert-train: %zu parameters, %zu steps of %zu "
+                        "examples (%zu warm-up), %ld thread(s)\n",
+                bert_trainer_num_params(t), total, per_step, p.warmup_steps,
+                o.threads);
+    size_t *ord = malloc(tr.n * sizeof *ord);
+    bbuf bb = {0};
+    int tty = isatty(2) && !o.quiet;
+    double tstart = now();
+    size_t n_epochs = (size_t)ceil(o.epochs);
+    int stop = 0;
+    size_t seen_total = 0;
+    for (size_t ep = start_epoch; ep < n_epochs && !stop; ep++) {
+        uint64_t eseed = mix(o.seed ^ mix(ep + 1));
+        epoch_order(&tr, (size_t)o.batch, eseed, ord);
+        size_t todo = tr.n;
+        if (o.epochs < (double)(ep + 1)) /* fractional last epoch */
+            todo = (size_t)((o.epochs - (double)ep) * (double)tr.n);
+        double eloss = 0, ema = 0;
+        size_t en = 0, seen = 0;
+        double te = now();
+        for (size_t s = 0; s < todo && !stop;) {
+            for (long a = 0; a < o.accum && s < todo; a++) {
+                size_t nb = todo - s < (size_t)o.batch ? todo - s : (size_t)o.batch;
+                bert_train_batch b;
+                if (make_batch(&bb, &tr, ord + s, nb, o.task, &k, V, o.mlm_prob,
+                               eseed, &b)) {
+                    fprintf(stderr, "bert-train: out of memory\n");
+                    return EXIT_BADINPUT;
+                }
+                double loss;
+                if (bert_trainer_accumulate(t, &b, 1.0f / (float)o.accum, &loss,
+                                            &err)) {
+                    fprintf(stderr, "bert-train: %s\n", err.text);
+                    return EXIT_BADINPUT;
+                }
+                eloss += loss;
+                en++;
+                ema = en == 1 ? loss : 0.98 * ema + 0.02 * loss;
+                s += nb;
+                seen += nb;
+                seen_total += nb;
+            }
+            double gn;
+            if (bert_trainer_update(t, &gn, &err)) {
+                fprintf(stderr, "bert-train: step %zu: %s\n",
+                        bert_trainer_steps(t), err.text);
+                return EXIT_BADINPUT;
+            }
+            double el = now() - te, rate = (double)seen / (el > 0 ? el : 1e-9);
+            size_t step = bert_trainer_steps(t);
+            if (tty && (step % 5 == 0 || s >= todo)) {
+                double eta = (double)(todo - s) / (rate > 0 ? rate : 1);
+                int w = 30, fill = (int)((double)w * (double)s / (double)todo);
+                fprintf(stderr, "\repoch %zu/%zu [%.*s%*s] %3.0f%% loss %.4f "
+                                "%.0f ex/s ETA %02d:%02d  ",
+                        ep + 1, n_epochs, fill, "##############################",
+                        w - fill, "", 100.0 * (double)s / (double)todo, ema, rate,
+                        (int)(eta / 60), (int)eta % 60);
+            }
+            if (!tty && !o.quiet && o.log_every > 0 && step % (size_t)o.log_every == 0)
+                fprintf(stderr, "step %zu epoch %zu loss %.4f lr %.3g gnorm %.3f "
+                                "%.0f ex/s elapsed %.0f s\n",
+                        step, ep + 1, ema, bert_trainer_lr(t), gn, rate,
+                        now() - tstart);
+            if (o.max_minutes > 0 && now() - tstart > o.max_minutes * 60) {
+                stop = 1;
+                if (!o.quiet)
+                    fprintf(stderr, "%sbert-train: --max-minutes reached at step "
+                                    "%zu\n", tty ? "\n" : "", step);
+            }
+        }
+        if (tty)
+            fputc('\n', stderr);
+        evalres r = {0, ""};
+        if (dv.n) {
+            if (evaluate(t, &dv, o.task, &labs, &k, 64, V, o.mlm_prob, o.seed, &r)) {
+                fprintf(stderr, "bert-train: evaluation failed\n");
+                return EXIT_BADINPUT;
+            }
+        } else {
+            r.main = -eloss / (double)(en ? en : 1);
+            snprintf(r.text, sizeof r.text, "(no dev set)");
+        }
+        int improved = r.main > best;
+        if (!o.quiet)
+            fprintf(stderr, "epoch %zu: train loss %.4f, %s, %.0f s%s\n", ep + 1,
+                    eloss / (double)(en ? en : 1), r.text, now() - te,
+                    improved ? " (best, saved)" : "");
+        if (improved) {
+            best = r.main;
+            if (bert_trainer_save(t, o.out, &err)) {
+                fprintf(stderr, "bert-train: %s\n", err.text);
+                return EXIT_BADINPUT;
+            }
+            if (write_tokenizer_files(vocab_dir, o.out, o.lowercase,
+                                      bert_trainer_config(t)->max_position)) {
+                fprintf(stderr, "bert-train: cannot write tokenizer files into "
+                                "%s\n", o.out);
+                return EXIT_BADINPUT;
+            }
+        }
+        snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
+        if (bert_trainer_save_state(t, path, &err))
+            fprintf(stderr, "bert-train: warning: %s\n", err.text);
+        snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%zu %.17g\n", ep + 1, best);
+            fclose(f);
+        }
+    }
+    if (!o.quiet)
+        fprintf(stderr, "bert-train: done in %.0f s (%zu examples, %zu steps); "
+                        "best dev %.4f; model in %s\n",
+                now() - tstart, seen_total, bert_trainer_steps(t), best, o.out);
+    free(ord);
+    free(bb.ids);
+    free(bb.types);
+    free(bb.labels);
+    free(bb.lens);
+    bert_trainer_free(t);
+    ds_free(&tr);
+    ds_free(&dv);
+    for (size_t i = 0; i < labs.n; i++)
+        free(labs.names[i]);
+    free(labs.names);
+    bert_encoding_free(k.enc);
+    bert_tokenizer_free(k.tok);
+    return EXIT_OK;
+}
