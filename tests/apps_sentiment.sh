@@ -38,6 +38,14 @@ printf 'fine\nbad \377\n' | "$SENT" --model "$M" > "$tmp/o" 2> "$tmp/e"; st=$?
 grep -q '<stdin>:2: invalid UTF-8' "$tmp/e" || die "invalid UTF-8 message: $(cat "$tmp/e")"
 "$SENT" --model "$tmp/none" x 2>/dev/null; [ $? = 2 ] || die "missing model: exit status"
 "$SENT" --bogus 2>/dev/null; [ $? = 1 ] || die "bad option: exit status"
+# no --model: the bundled default when it is there, else a clear exit 2
+if [ -f "${top_srcdir:-.}/data/sentiment/config.json" ]; then
+    "$SENT" 'a fine film' > /dev/null || die "default model: exit $?"
+else
+    "$SENT" 'a fine film' > /dev/null 2> "$tmp/e"; st=$?
+    [ $st = 2 ] || die "no default model: exit $st"
+    grep -q 'default sentiment model is missing' "$tmp/e" || die "no default model: message: $(cat "$tmp/e")"
+fi
 "$SENT" --help | grep -q Examples || die "--help"
 "$SENT" --version | grep -q libbert || die "--version"
 exit $fail

@@ -332,7 +332,8 @@ typedef struct bert_entity {
 
 /* One word (tokens joined by the sub-word rule above) with the tag the
  * aggregation gives it (FIRST for NONE and SIMPLE); nothing is ignored.
- * For CoNLL-style output. */
+ * For CoNLL-style output.  With stride windows, a word seen by several
+ * windows keeps the tag of the first window that saw it. */
 typedef struct bert_tag_word {
     int label;
     float score;
