@@ -514,12 +514,8 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         if ((rc = truncate_lengths(eff, prm.truncation, has_pair, &k1, &k2, err)))
             return rc;
     }
-    /* A capped length is >= max_length, so a sequence left whole by the
-     * truncation was never capped; keep the real counts for it. */
-    if (k1 == seen1)
-        k1 = n1;
-    if (k2 == seen2)
-        k2 = n2;
+    /* k <= seen <= n: a capped sequence is, for the reference, only as long
+     * as its capped length (it stopped tokenizing there). */
     e->n_overflow_first = n1 - k1;
     e->n_overflow_second = n2 - k2;
     size_t n = base + k1;
