@@ -11,9 +11,41 @@
  */
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "libbert/kernels.h"
 #include "libbert/model.h"
+
+/* Element-wise work runs on the session's threads with OpenMP, between
+ * BLIS calls (never inside one), so the two never compete for cores.
+ * Rows [*t0, *t1) of T for thread id of nt. */
+static void row_range(size_t T, int id, int nt, size_t *t0, size_t *t1)
+{
+    size_t q = T / (size_t)nt, r = T % (size_t)nt, i = (size_t)id;
+    *t0 = i * q + (i < r ? i : r);
+    *t1 = *t0 + q + (i < r);
+}
+
+#ifdef _OPENMP
+#define PAR_ROWS(nt, T)                                                       \
+    _Pragma("omp parallel num_threads(nt) if (nt > 1 && T >= 16)")
+#define THREAD_ID() omp_get_thread_num()
+#define THREAD_COUNT() omp_get_num_threads()
+#else
+#define PAR_ROWS(nt, T)
+#define THREAD_ID() 0
+#define THREAD_COUNT() 1
+#endif
+
+/* y (T,OC) = x (T,C) W^T, no bias (the caller's epilogue adds it). */
+static void matmul(const bert_gemm_ctx *g, float *y, const float *x,
+                   const float *W, size_t T, size_t C, size_t OC)
+{
+    bert__sgemm(g, T, OC, C, 1.0f, x, (ptrdiff_t)C, 1, W, 1, (ptrdiff_t)C,
+                0.0f, y, (ptrdiff_t)OC, 1);
+}
 
 /* y (T,OC) = x (T,C) W^T + b with W PyTorch's (OC,C): W^T read with strides
  * (1,C), no copy. */
@@ -29,7 +61,7 @@ static void linear(const bert_gemm_ctx *g, float *y, const float *x,
 /* x (T,H) = LayerNorm(word[id] + type[tt] + pos[t]) per sequence
  * (BertEmbeddings / DistilBERT Embeddings). */
 static void embeddings_forward(const bert_model *m, float *x,
-                               const bert_input *in, size_t batch)
+                               const bert_input *in, size_t batch, int nt)
 {
     const bert_config *c = &m->cfg.pub;
     const bert_weights *w = &m->w;
@@ -51,35 +83,77 @@ static void embeddings_forward(const bert_model *m, float *x,
         }
     }
     size_t T = (size_t)(row - x) / H;
-    bert__layernorm_forward(x, x, w->emb_ln_w, w->emb_ln_b, T, H,
-                            c->layer_norm_eps);
+    PAR_ROWS(nt, T)
+    {
+        size_t t0, t1;
+        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__layernorm_forward(x + t0 * H, x + t0 * H, w->emb_ln_w,
+                                w->emb_ln_b, t1 - t0, H, c->layer_norm_eps);
+    }
 }
 
-/* Multi-head self-attention of one layer: s->ctx (T,H) from s->q/k/v. */
+/* One head of one sequence (n tokens from row o): Ctx_h = softmax(Q_h K_h^T
+ * / sqrt(hs)) V_h, the scores in S (cap floats), query rows in chunks of
+ * cap / n so that each thread's slice of the score buffer suffices (rows
+ * are independent, so chunking changes nothing numerically).  The scale is
+ * the GEMM's alpha.  One thread. */
+static void head_forward(const bert_session *s, float *S, size_t cap,
+                         size_t o, size_t n, size_t h)
+{
+    const bert_config *c = &s->m->cfg.pub;
+    size_t H = c->hidden, hs = H / c->heads;
+    float scale = 1.0f / sqrtf((float)hs);
+    const float *K = s->k + o * H + h * hs;
+    const float *V = s->v + o * H + h * hs;
+    size_t rc = cap / n;
+    for (size_t r0 = 0; r0 < n; r0 += rc) {
+        size_t m = n - r0 < rc ? n - r0 : rc;
+        const float *Q = s->q + (o + r0) * H + h * hs; /* (m,hs) rows H apart */
+        float *Ctx = s->ctx + (o + r0) * H + h * hs;
+        /* S = scale Q K^T (K^T read with strides (1,H)) */
+        bert__sgemm1(s->gemm, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
+                     (ptrdiff_t)H, 0.0f, S, (ptrdiff_t)n, 1);
+        bert__softmax_forward(S, m, n, n, 1.0f, NULL);
+        /* Ctx_h = P V_h, written straight into the merged layout */
+        bert__sgemm1(s->gemm, m, hs, n, 1.0f, S, (ptrdiff_t)n, 1, V,
+                     (ptrdiff_t)H, 1, 0.0f, Ctx, (ptrdiff_t)H, 1);
+    }
+}
+
+/* Multi-head self-attention of one layer: s->ctx (T,H) from s->q/k/v.  The
+ * (sequence, head) pairs are spread over the session's threads, each with
+ * its own slice of s->scores and single-threaded GEMMs: these products are
+ * too small for BLIS to split well. */
 static void attention_forward(bert_session *s, const bert_input *in,
                               size_t batch)
 {
-    const bert_config *c = &s->m->cfg.pub;
-    size_t H = c->hidden, NH = c->heads, hs = H / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    size_t o = 0;
-    for (size_t b = 0; b < batch; b++) {
-        size_t n = in[b].n;
-        for (size_t h = 0; h < NH; h++) {
-            const float *Q = s->q + o * H + h * hs; /* (n,hs) rows H apart */
-            const float *K = s->k + o * H + h * hs;
-            const float *V = s->v + o * H + h * hs;
-            float *Ctx = s->ctx + o * H + h * hs;
-            float *S = s->scores; /* (n,n) */
-            /* S = Q K^T (K^T read with strides (1,H)) */
-            bert__sgemm(s->gemm, n, n, hs, 1.0f, Q, (ptrdiff_t)H, 1, K, 1,
-                        (ptrdiff_t)H, 0.0f, S, (ptrdiff_t)n, 1);
-            bert__softmax_forward(S, n, n, n, scale, NULL);
-            /* Ctx_h = P V_h, written straight into the merged layout */
-            bert__sgemm(s->gemm, n, hs, n, 1.0f, S, (ptrdiff_t)n, 1, V,
-                        (ptrdiff_t)H, 1, 0.0f, Ctx, (ptrdiff_t)H, 1);
+    size_t NH = s->m->cfg.pub.heads, tasks = batch * NH;
+    size_t cap = s->cap_seq * s->cap_seq;
+    int nt = s->n_threads;
+    /* every slice must hold at least one row of the longest sequence */
+    if ((size_t)nt > s->cap_seq)
+        nt = (int)s->cap_seq;
+    if ((size_t)nt > tasks)
+        nt = (int)tasks;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int id = THREAD_ID(), n_th = THREAD_COUNT();
+        size_t slice = cap / (size_t)n_th;
+        float *S = s->scores + (size_t)id * slice;
+        size_t cb = 0, co = 0; /* cursor: sequence cb starts at row co */
+        /* Dynamic chunks reach each thread in increasing order, so the
+         * cursor only moves forward. */
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (size_t j = 0; j < tasks; j++) {
+            size_t b = j / NH, h = j % NH;
+            while (cb < b)
+                co += in[cb++].n;
+            head_forward(s, S, slice, co, in[b].n, h);
         }
-        o += n;
     }
 }
 
@@ -91,30 +165,42 @@ void bert__encoder_forward(bert_session *s, const bert_input *in,
     size_t H = c->hidden, I = c->intermediate;
     float eps = c->layer_norm_eps;
 
-    embeddings_forward(m, s->x, in, batch);
+    int nt = s->n_threads;
+    embeddings_forward(m, s->x, in, batch, nt);
     for (size_t l = 0; l < c->layers; l++) {
         const bert_layer_w *w = &m->w.layers[l];
         linear(s->gemm, s->q, s->x, w->q_w, w->q_b, T, H, H);
         linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
         linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
         attention_forward(s, in, batch);
-        linear(s->gemm, s->tmp, s->ctx, w->o_w, w->o_b, T, H, H);
-        bert__add_layernorm_forward(s->x, s->x, s->tmp, w->ln1_w, w->ln1_b, T,
-                                    H, eps);
-        linear(s->gemm, s->inter, s->x, w->f1_w, w->f1_b, T, H, I);
-        switch (c->act) {
-        case BERT_ACT_GELU:
-            bert__gelu_erf_forward(s->inter, T * I);
-            break;
-        case BERT_ACT_GELU_TANH:
-            bert__gelu_tanh_forward(s->inter, T * I);
-            break;
-        case BERT_ACT_RELU:
-            bert__relu_forward(s->inter, T * I);
-            break;
+        /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
+        matmul(s->gemm, s->tmp, s->ctx, w->o_w, T, H, H);
+        PAR_ROWS(nt, T)
+        {
+            size_t t0, t1;
+            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+            bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
+                                             w->o_b, w->ln1_w, w->ln1_b,
+                                             t1 - t0, H, eps);
         }
-        linear(s->gemm, s->tmp, s->inter, w->f2_w, w->f2_b, T, I, H);
-        bert__add_layernorm_forward(s->x, s->x, s->tmp, w->ln2_w, w->ln2_b, T,
-                                    H, eps);
+        /* inter = act(x W1^T + b1), bias fused with the activation */
+        matmul(s->gemm, s->inter, s->x, w->f1_w, T, H, I);
+        PAR_ROWS(nt, T)
+        {
+            size_t t0, t1;
+            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+            bert__bias_act_forward(s->inter + t0 * I, w->f1_b, t1 - t0, I,
+                                   c->act);
+        }
+        /* x = LayerNorm(x + (inter W2^T + b2)) */
+        matmul(s->gemm, s->tmp, s->inter, w->f2_w, T, I, H);
+        PAR_ROWS(nt, T)
+        {
+            size_t t0, t1;
+            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+            bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
+                                             w->f2_b, w->ln2_w, w->ln2_b,
+                                             t1 - t0, H, eps);
+        }
     }
 }

@@ -75,3 +75,18 @@ void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
                  (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
                  (inc_t)csc, cntx, &rntm);
 }
+
+void bert__sgemm1(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
+                  float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
+                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                  float *C, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    if (m == 0 || n == 0)
+        return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
+                 (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
+                 (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
+                 (inc_t)csc, g ? (cntx_t *)&g->cntx : NULL, &rntm);
+}

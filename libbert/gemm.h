@@ -35,4 +35,11 @@ void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                  float *C, ptrdiff_t rsc, ptrdiff_t csc);
 
+/* The same on one thread whatever g's thread count (g still gives the
+ * kernels): for products run inside the caller's own parallel region. */
+void bert__sgemm1(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
+                  float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
+                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                  float *C, ptrdiff_t rsc, ptrdiff_t csc);
+
 #endif

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "libbert/bert.h"
+
 /* out (T,C) = LayerNorm(inp (T,C)) * weight (C) + bias (C), biased variance,
  * as torch.nn.LayerNorm
  * (https://pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html).
@@ -44,5 +46,17 @@ void bert__softmax_forward(float *x, size_t T, size_t n, size_t ld,
 /* out (T,OC) rows all set to bias (OC) (so a following GEMM with beta = 1
  * adds X W^T). */
 void bert__bias_fill(float *out, const float *bias, size_t T, size_t OC);
+
+/* In place: x (T,C) = act(x + bias) with bias (C) (NULL = none); the
+ * activation as config.json names it.  The feed-forward epilogue. */
+void bert__bias_act_forward(float *x, const float *bias, size_t T, size_t C,
+                            bert_activation act);
+
+/* In place: x (T,C) = LayerNorm(x + (y + bias)): the post-norm residual with
+ * the projection's bias folded in (y = the bias-free product). */
+void bert__bias_add_layernorm_forward(float *x, const float *y,
+                                      const float *bias, const float *weight,
+                                      const float *lnbias, size_t T, size_t C,
+                                      float eps);
 
 #endif
