@@ -20,8 +20,8 @@ const bench_shape *bench_shape_find(const char *name);
 const char *bench_shape_names(void);
 
 /* Writes dir/config.json and dir/model.safetensors (sequence
- * classification, 2 labels; weights uniform with std 0.02, LayerNorm
- * weights 1 and biases 0, deterministic in seed).  dir must exist.
+ * classification, 2 labels; every weight and bias uniform with std 0.02,
+ * LayerNorm weights 1 + that, deterministic in seed).  dir must exist.
  * Returns 0, or -1 with a message in err. */
 int bench_write_random_model(const char *dir, const bench_shape *sh,
                              unsigned long long seed, char *err,
