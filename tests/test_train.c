@@ -523,6 +523,54 @@ static void test_fixture_forward(void)
     CU_ASSERT(memcmp(got, got2, B * C * 4) == 0);
     bert_trainer_free(t2);
     free(got2);
+
+    /* fine-tune a few steps (weights move), save, reload through the
+     * inference API: same logits as the trainer's own forward */
+    int32_t *lab = calloc(B, sizeof *lab);
+    for (size_t b = 0; b < B; b++)
+        lab[b] = (int32_t)(b % 2);
+    bt.labels = lab;
+    for (int step = 0; step < 3; step++) {
+        CU_ASSERT_EQUAL(bert_trainer_accumulate(t, &bt, 1.0f, NULL, &err), 0);
+        CU_ASSERT_EQUAL(bert_trainer_update(t, NULL, &err), 0);
+    }
+    bt.labels = NULL;
+    rc = bert_trainer_predict(t, &bt, got, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    rc = bert_trainer_save(t, out, &err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    static const char *tokfiles[] = {"vocab.txt", "tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char a[1400], b2[1400], cmd[3000];
+        snprintf(a, sizeof a, "%s/%s", dir, tokfiles[i]);
+        snprintf(b2, sizeof b2, "%s/%s", out, tokfiles[i]);
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a, b2);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+    bert_model *m = NULL;
+    rc = bert_model_load(out, NULL, &m, &err);
+    if (rc)
+        printf("\n  %s\n", err.text);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    bert_session *ses = NULL;
+    rc = bert_session_create(m, NULL, &ses, &err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    double worst2 = 0;
+    float inf[64];
+    for (size_t b = 0; b < B && C <= 64; b++) {
+        bert_input in = {ids32 + b * T, ty32 + b * T, lens[b]};
+        bert_outputs o = {inf, NULL, NULL};
+        rc = bert_session_run(ses, &in, 1, &o);
+        CU_ASSERT_EQUAL(rc, 0);
+        for (size_t c = 0; c < C; c++)
+            worst2 = fmax(worst2, fabs((double)inf[c] - got[b * C + c]));
+    }
+    printf("  fine-tuned, saved, reloaded by bert_model_load: max |diff| %.3g\n",
+           worst2);
+    CU_ASSERT(worst2 <= 1e-5);
+    bert_session_free(ses);
+    bert_model_free(m);
+    free(lab);
     bert__st_close(&f);
     free(ids); free(ty); free(am); free(exp); free(got); free(ids32);
     free(ty32); free(lens);
