@@ -30,7 +30,7 @@ static void row_range(size_t T, int id, int nt, size_t *t0, size_t *t1)
 
 #ifdef _OPENMP
 #define PAR_ROWS(nt, T)                                                       \
-    _Pragma("omp parallel num_threads(nt) if (nt > 1 && T >= 16)")
+    _Pragma("omp parallel num_threads(nt) if (nt > 1 && T >= 32)")
 #define THREAD_ID() omp_get_thread_num()
 #define THREAD_COUNT() omp_get_num_threads()
 #else
