@@ -69,6 +69,7 @@ typedef struct app {
     size_t nrows;
     long long nrecords, nerrors;
     int fatal;              /* exit code to stop with, 0 = fine */
+    int csv_ready;          /* csv_init succeeded: csv_free needed */
     /* model */
     bert_model *m;
     bert_session *s;
@@ -625,85 +626,10 @@ static long parse_num(const char *opt, const char *v, long min)
     return n;
 }
 
-int main(int argc, char **argv)
+/* Loads the model, opens the files and streams the CSV; every early
+ * return leaves the resources in *a for app_cleanup(). */
+static int run(app *a)
 {
-    static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"column", required_argument, NULL, 'c'},
-        {"pair-column", required_argument, NULL, 'p'},
-        {"output", required_argument, NULL, 'o'},
-        {"all-scores", no_argument, NULL, 'a'},
-        {"top-k", required_argument, NULL, 'k'},
-        {"format", required_argument, NULL, 'f'},
-        {"batch", required_argument, NULL, 'b'},
-        {"threads", required_argument, NULL, 't'},
-        {"no-header", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
-    app A;
-    memset(&A, 0, sizeof A);
-    app *a = &A;
-    a->batch = 32;
-    a->top_k = 1;
-    a->threads = 1;
-    a->pcol = -1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:t:HhV", longopts,
-                              NULL)) != -1) {
-        switch (opt) {
-        case 'm': a->model_dir = optarg; break;
-        case 'c': a->col_spec = optarg; break;
-        case 'p': a->pcol_spec = optarg; break;
-        case 'o': a->out_path = optarg; break;
-        case 'a': a->all_scores = 1; break;
-        case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
-        case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
-        case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
-        case 'H': a->no_header = 1; break;
-        case 'f':
-            if (strcmp(optarg, "csv") == 0)
-                a->jsonl = 0;
-            else if (strcmp(optarg, "jsonl") == 0)
-                a->jsonl = 1;
-            else {
-                fprintf(stderr, PROG ": --format is csv or jsonl, not '%s'\n",
-                        optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V':
-            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
-            return EXIT_OK;
-        default:
-            fprintf(stderr, "Try '" PROG " --help'.\n");
-            return EXIT_USAGE;
-        }
-    }
-    if (!a->col_spec) {
-        fprintf(stderr, PROG ": --column is required.  Try '" PROG
-                " --help'.\n");
-        return EXIT_USAGE;
-    }
-    if (optind + 1 < argc) {
-        fprintf(stderr, PROG ": one input file at most (got %d)\n",
-                argc - optind);
-        return EXIT_USAGE;
-    }
-    a->in_path = optind < argc ? argv[optind] : "-";
-    if (a->batch > 1u << 20)
-        a->batch = 1u << 20;
-    if (a->no_header) {
-        a->col = resolve(a, a->col_spec);
-        a->pcol = a->pcol_spec ? resolve(a, a->pcol_spec) : -1;
-        if (a->col < 0 || (a->pcol_spec && a->pcol < 0)) {
-            fprintf(stderr, PROG ": with --no-header, columns are numbers "
-                    "from 1\n");
-            return EXIT_USAGE;
-        }
-    }
-
     /* model */
     char defdir[8192];
     if (!a->model_dir) {
@@ -793,6 +719,7 @@ int main(int argc, char **argv)
     static char buf[1 << 16];
     size_t n;
     int first = 1, status = EXIT_OK;
+    a->csv_ready = 1;
     a->line = 1;
     a->pending_line = 1;
     while (!a->fatal && (n = fread(buf, 1, sizeof buf, a->in)) > 0) {
@@ -856,10 +783,17 @@ int main(int argc, char **argv)
             "(%.0f rows/s)\n", a->fname, a->nrecords, a->nerrors, el,
             el > 0 ? (double)a->nrecords / el : 0.0);
 
-    csv_free(&a->p);
-    if (a->in != stdin)
+    return status;
+}
+
+/* Frees whatever run() acquired, however far it got. */
+static void app_cleanup(app *a)
+{
+    if (a->csv_ready)
+        csv_free(&a->p);
+    if (a->in && a->in != stdin)
         fclose(a->in);
-    for (size_t i = 0; i < a->batch; i++)
+    for (size_t i = 0; a->rows && i < a->batch; i++)
         row_free(&a->rows[i]);
     row_free(&a->header);
     free(a->rows);
@@ -872,5 +806,88 @@ int main(int argc, char **argv)
     bert_encoding_free(a->enc);
     bert_session_free(a->s);
     bert_model_free(a->m);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"column", required_argument, NULL, 'c'},
+        {"pair-column", required_argument, NULL, 'p'},
+        {"output", required_argument, NULL, 'o'},
+        {"all-scores", no_argument, NULL, 'a'},
+        {"top-k", required_argument, NULL, 'k'},
+        {"format", required_argument, NULL, 'f'},
+        {"batch", required_argument, NULL, 'b'},
+        {"threads", required_argument, NULL, 't'},
+        {"no-header", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    app A;
+    memset(&A, 0, sizeof A);
+    app *a = &A;
+    a->batch = 32;
+    a->top_k = 1;
+    a->threads = 1;
+    a->pcol = -1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:t:HhV", longopts,
+                              NULL)) != -1) {
+        switch (opt) {
+        case 'm': a->model_dir = optarg; break;
+        case 'c': a->col_spec = optarg; break;
+        case 'p': a->pcol_spec = optarg; break;
+        case 'o': a->out_path = optarg; break;
+        case 'a': a->all_scores = 1; break;
+        case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
+        case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
+        case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
+        case 'H': a->no_header = 1; break;
+        case 'f':
+            if (strcmp(optarg, "csv") == 0)
+                a->jsonl = 0;
+            else if (strcmp(optarg, "jsonl") == 0)
+                a->jsonl = 1;
+            else {
+                fprintf(stderr, PROG ": --format is csv or jsonl, not '%s'\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V':
+            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
+            return EXIT_OK;
+        default:
+            fprintf(stderr, "Try '" PROG " --help'.\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (!a->col_spec) {
+        fprintf(stderr, PROG ": --column is required.  Try '" PROG
+                " --help'.\n");
+        return EXIT_USAGE;
+    }
+    if (optind + 1 < argc) {
+        fprintf(stderr, PROG ": one input file at most (got %d)\n",
+                argc - optind);
+        return EXIT_USAGE;
+    }
+    a->in_path = optind < argc ? argv[optind] : "-";
+    if (a->batch > 1u << 20)
+        a->batch = 1u << 20;
+    if (a->no_header) {
+        a->col = resolve(a, a->col_spec);
+        a->pcol = a->pcol_spec ? resolve(a, a->pcol_spec) : -1;
+        if (a->col < 0 || (a->pcol_spec && a->pcol < 0)) {
+            fprintf(stderr, PROG ": with --no-header, columns are numbers "
+                    "from 1\n");
+            return EXIT_USAGE;
+        }
+    }
+
+    int status = run(a);
+    app_cleanup(a);
     return status;
 }
