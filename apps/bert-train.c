@@ -19,6 +19,8 @@
 
 /* ---- options ----------------------------------------------------------- */
 
+enum { TASK_EMBED = 100 }; /* --task embeddings (not a bert_train_task) */
+
 typedef struct {
     const char *init, *config, *vocab, *train, *dev, *out, *format;
     const char *text_col, *pair_col, *label_col, *labels;
@@ -42,6 +44,10 @@ static void usage(FILE *f)
 "Tasks and data (format from the file extension, or --format):\n"
 "  sequence  CSV with a header: text[,text_pair],label  (.csv)\n"
 "  token     CoNLL: token<TAB>tag per line, blank line between sentences\n"
+"  embeddings  plain text: word2vec skip-gram (window 5, 5 negatives) over\n"
+"            the WordPiece ids, --epochs passes, --lr default 0.025; the\n"
+"            vectors become the word embeddings of a fresh model (--config)\n"
+"            saved to --out, to be fine-tuned with --init\n"
 "  mlm       plain text, one paragraph per line (15%% of tokens masked,\n"
 "            80/10/10 [MASK]/random/kept); texts are packed into\n"
 "            --max-length chunks\n\n"
@@ -1015,6 +1021,137 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
     return fclose(f) ? -1 : 0;
 }
 
+
+/* ---- word-embedding pre-training (skip-gram, negative sampling) --------- */
+
+/* word2vec's skip-gram with negative sampling over the WordPiece ids of the
+ * packed text (specials skipped): window up to `window` (random shrink),
+ * `neg` negatives from the unigram^0.75 table, frequent-token subsampling
+ * with threshold 1e-4, learning rate decaying linearly from lr0.
+ * Deterministic (one thread, hash-based random numbers).  Writes the input
+ * vectors [V][H] to out. */
+static int train_sgns(const dataset *d, const tk_t *k, size_t V, size_t H,
+                      double epochs, long window, long neg, double lr0,
+                      uint64_t seed, float *out, int quiet)
+{
+    int64_t *cnt = calloc(V, sizeof *cnt);
+    float *syn1 = calloc(V * H, sizeof *syn1);
+    float *neu = malloc(H * sizeof *neu);
+    int32_t *sent = NULL;
+    size_t scap = 0;
+    enum { TABLE = 1 << 23 };
+    int32_t *table = malloc(TABLE * sizeof *table);
+    if (!cnt || !syn1 || !neu || !table)
+        return -1;
+    int64_t total = 0;
+    for (size_t i = 0; i < d->n; i++)
+        for (int32_t t = 0; t < d->ex[i].n; t++) {
+            int32_t id = d->ex[i].ids[t];
+            if (id == k->cls || id == k->sep || id == k->pad)
+                continue;
+            cnt[id]++;
+            total++;
+        }
+    double zsum = 0;
+    for (size_t v = 0; v < V; v++)
+        zsum += pow((double)cnt[v], 0.75);
+    {
+        size_t v = 0;
+        double acc = V ? pow((double)cnt[0], 0.75) / zsum : 0;
+        for (size_t i = 0; i < TABLE; i++) {
+            table[i] = (int32_t)v;
+            if ((double)(i + 1) / TABLE > acc && v + 1 < V) {
+                v++;
+                acc += pow((double)cnt[v], 0.75) / zsum;
+            }
+        }
+    }
+    uint64_t r = seed ^ 0x5eed;
+    for (size_t i = 0; i < V * H; i++) {
+        r = mix(r);
+        out[i] = (float)(((double)(r >> 11) / 9007199254740992.0 - 0.5) / (double)H);
+    }
+    double sample = 1e-4;
+    int64_t todo = (int64_t)(epochs * (double)total), done = 0;
+    int last_pct = -1;
+    for (double ep = 0; ep < epochs && done < todo; ep += 1) {
+        for (size_t i = 0; i < d->n && done < todo; i++) {
+            const example *e = &d->ex[i];
+            size_t ns = 0;
+            if ((size_t)e->n > scap) {
+                scap = (size_t)e->n * 2;
+                sent = realloc(sent, scap * sizeof *sent);
+                if (!sent)
+                    return -1;
+            }
+            for (int32_t t = 0; t < e->n; t++) {
+                int32_t id = e->ids[t];
+                if (id == k->cls || id == k->sep || id == k->pad)
+                    continue;
+                done++;
+                double f = (double)cnt[id] / (double)total;
+                double keep = (sqrt(f / sample) + 1) * sample / f;
+                r = mix(r);
+                if (keep < (double)(r >> 11) / 9007199254740992.0)
+                    continue;
+                sent[ns++] = id;
+            }
+            double alpha = lr0 * (1.0 - (double)done / (double)(todo + 1));
+            if (alpha < lr0 * 1e-4)
+                alpha = lr0 * 1e-4;
+            for (size_t pos = 0; pos < ns; pos++) {
+                r = mix(r);
+                long b = (long)(r % (uint64_t)window);
+                long lo = (long)pos - (window - b), hi = (long)pos + (window - b);
+                for (long c = lo; c <= hi; c++) {
+                    if (c < 0 || c >= (long)ns || c == (long)pos)
+                        continue;
+                    float *l1 = out + (size_t)sent[c] * H;
+                    memset(neu, 0, H * sizeof *neu);
+                    for (long dn = 0; dn <= neg; dn++) {
+                        int32_t target;
+                        float label;
+                        if (dn == 0) {
+                            target = sent[pos];
+                            label = 1;
+                        } else {
+                            r = mix(r);
+                            target = table[(r >> 20) % TABLE];
+                            if (target == sent[pos])
+                                continue;
+                            label = 0;
+                        }
+                        float *l2 = syn1 + (size_t)target * H;
+                        float f = 0;
+                        for (size_t h = 0; h < H; h++)
+                            f += l1[h] * l2[h];
+                        float sg = f > 6 ? 1.0f : f < -6 ? 0.0f : 1.0f / (1.0f + expf(-f));
+                        float g = (label - sg) * (float)alpha;
+                        for (size_t h = 0; h < H; h++) {
+                            neu[h] += g * l2[h];
+                            l2[h] += g * l1[h];
+                        }
+                    }
+                    for (size_t h = 0; h < H; h++)
+                        l1[h] += neu[h];
+                }
+            }
+            int pct = (int)(100.0 * (double)done / (double)(todo ? todo : 1));
+            if (!quiet && pct / 10 != last_pct / 10) {
+                fprintf(stderr, "embeddings: %d%% (%lld tokens)\n", pct,
+                        (long long)done);
+                last_pct = pct;
+            }
+        }
+    }
+    free(cnt);
+    free(syn1);
+    free(neu);
+    free(sent);
+    free(table);
+    return 0;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static double now(void)
@@ -1118,6 +1255,7 @@ int main(int argc, char **argv)
             o.task = !strcmp(optarg, "sequence") ? BERT_TRAIN_SEQUENCE
                      : !strcmp(optarg, "token") ? BERT_TRAIN_TOKEN
                      : !strcmp(optarg, "mlm")   ? BERT_TRAIN_MLM
+                     : !strcmp(optarg, "embeddings") ? TASK_EMBED
                                                 : -1;
             break;
         case O_TRAIN: o.train = optarg; break;
@@ -1183,7 +1321,7 @@ int main(int argc, char **argv)
     }
     if ((o.task == BERT_TRAIN_SEQUENCE && strcmp(fmt, "csv")) ||
         (o.task == BERT_TRAIN_TOKEN && strcmp(fmt, "conll")) ||
-        (o.task == BERT_TRAIN_MLM && strcmp(fmt, "text"))) {
+        ((o.task == BERT_TRAIN_MLM || o.task == TASK_EMBED) && strcmp(fmt, "text"))) {
         fprintf(stderr, "bert-train: task and data format disagree (%s); use "
                         "CSV for sequence, CoNLL for token, text for mlm "
                         "(--format)\n", fmt);
@@ -1247,7 +1385,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bert-train: %s: no examples\n", o.train);
         return EXIT_BADINPUT;
     }
-    if (o.task != BERT_TRAIN_MLM && !o.labels) {
+    if (o.task != BERT_TRAIN_MLM && o.task != TASK_EMBED && !o.labels) {
         /* sorted label order ("O" first), fixed before the dev set */
         char **sorted = malloc(labs.n * sizeof *sorted);
         int32_t *map = malloc(labs.n * sizeof *map);
@@ -1286,7 +1424,7 @@ int main(int argc, char **argv)
     size_t steps_per_epoch = (tr.n + per_step - 1) / per_step;
     size_t total = (size_t)ceil(o.epochs * (double)steps_per_epoch);
     bert_train_params p = bert_train_default_params();
-    p.task = (bert_train_task)o.task;
+    p.task = o.task == TASK_EMBED ? BERT_TRAIN_MLM : (bert_train_task)o.task;
     p.num_labels = labs.n;
     p.labels = (const char *const *)labs.names;
     p.lr = (float)o.lr;
@@ -1315,6 +1453,44 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     mkdir(o.out, 0755);
+    if (o.task == TASK_EMBED) {
+        /* word vectors into bert.embeddings.word_embeddings, scaled to a
+         * standard deviation of 0.05; the rest stays freshly initialised */
+        float *we;
+        size_t wn;
+        size_t H = bert_trainer_config(t)->hidden;
+        if (bert_trainer_tensor(t, "bert.embeddings.word_embeddings.weight",
+                                &we, &wn, &err)) {
+            fprintf(stderr, "bert-train: %s\n", err.text);
+            return EXIT_BADINPUT;
+        }
+        float *vec = malloc(V * H * sizeof *vec);
+        double lr0 = o.lr == 5e-5 ? 0.025 : o.lr;
+        if (!vec || train_sgns(&tr, &k, V, H, o.epochs, 5, 5, lr0, o.seed, vec,
+                               o.quiet)) {
+            fprintf(stderr, "bert-train: out of memory\n");
+            return EXIT_BADINPUT;
+        }
+        double ss = 0;
+        for (size_t i = 0; i < V * H; i++)
+            ss += (double)vec[i] * vec[i];
+        double sd = sqrt(ss / (double)(V * H));
+        for (size_t i = 0; i < V * H; i++)
+            we[i] = (float)(vec[i] * (0.05 / (sd > 0 ? sd : 1)));
+        memset(we + (size_t)k.pad * H, 0, H * sizeof(float));
+        free(vec);
+        if (bert_trainer_save(t, o.out, &err) ||
+            write_tokenizer_files(vocab_dir, o.out, o.lowercase,
+                                  bert_trainer_config(t)->max_position)) {
+            fprintf(stderr, "bert-train: cannot save into %s\n", o.out);
+            return EXIT_BADINPUT;
+        }
+        if (!o.quiet)
+            fprintf(stderr, "bert-train: word embeddings trained in %.0f s; "
+                            "model in %s\n", now() - t0, o.out);
+        bert_trainer_free(t);
+        return EXIT_OK;
+    }
     char path[4096];
     double best = -INFINITY;
     size_t start_epoch = 0;

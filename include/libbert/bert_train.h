@@ -125,6 +125,14 @@ BERT_API int bert_trainer_save_state(const bert_trainer *t, const char *path,
 BERT_API int bert_trainer_load_state(bert_trainer *t, const char *path,
                                      bert_error *err);
 
+/* Mutable view of one parameter tensor, by its Hugging Face name (e.g.
+ * "bert.embeddings.word_embeddings.weight"; Q/K/V are views into the
+ * trainer's fused layout and are contiguous too): *data and *n elements.
+ * For initialising weights from elsewhere between updates.  BERT_EMISSING
+ * when the model has no such tensor. */
+BERT_API int bert_trainer_tensor(bert_trainer *t, const char *name,
+                                 float **data, size_t *n, bert_error *err);
+
 /* Optimizer steps taken so far; learning rate the next update will use. */
 BERT_API size_t bert_trainer_steps(const bert_trainer *t);
 BERT_API double bert_trainer_lr(const bert_trainer *t);

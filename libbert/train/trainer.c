@@ -992,3 +992,37 @@ int bert_trainer_load_state(bert_trainer *t, const char *path, bert_error *err)
     memset(t->grads, 0, t->nparams * sizeof(float));
     return BERT_OK;
 }
+
+/* ---- tensor access ------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    float *p;
+    size_t n;
+} find_ctx;
+
+static int find_slice(void *vctx, const char *name, float *p, size_t rows,
+                      size_t cols, int i)
+{
+    find_ctx *c = vctx;
+    if (strcmp(name, c->name) == 0) {
+        c->p = p;
+        c->n = rows * (cols ? cols : 1);
+        return 1;
+    }
+    return 0;
+}
+
+int bert_trainer_tensor(bert_trainer *t, const char *name, float **data,
+                        size_t *n, bert_error *err)
+{
+    if (!t || !name || !data || !n)
+        return bert__err(err, BERT_EINVAL, "bert_trainer_tensor: NULL argument");
+    find_ctx c = {name, NULL, 0};
+    for_each_slice(t, t->pt, find_slice, &c);
+    if (!c.p)
+        return bert__err(err, BERT_EMISSING, "no tensor named %s", name);
+    *data = c.p;
+    *n = c.n;
+    return BERT_OK;
+}
