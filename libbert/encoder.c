@@ -227,7 +227,7 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
 /* Rows per thread from which the row split beats BLIS's own threading
  * inside each product (measured on 2 cores: BLIS splits a 128-row product
  * better on a quiet machine; from 128 rows per thread they are even). */
-#define ROWSPLIT_MIN_ROWS 128
+#define ROWSPLIT_MIN_ROWS 64
 
 void bert__encoder_forward(bert_session *s, const bert_input *in,
                            size_t batch, size_t T)
