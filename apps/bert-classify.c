@@ -631,27 +631,10 @@ static long parse_num(const char *opt, const char *v, long min)
 static int run(app *a)
 {
     /* model */
-    char defdir[8192];
-    if (!a->model_dir) {
-        a->model_dir = app_default_model("sentiment", defdir, sizeof defdir);
-        if (!a->model_dir) {
-            fprintf(stderr, PROG ": no --model given and the default "
-                    "sentiment model is missing (looked in %s); pass "
-                    "--model DIR\n", defdir);
-            return EXIT_BADINPUT;
-        }
-    }
-    bert_error err;
-    if (bert_model_load(a->model_dir, NULL, &a->m, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", a->model_dir, err.text);
+    if (!(a->m = app_load_model(PROG, &a->model_dir, "sentiment",
+                                "sentiment", BERT_TASK_SEQUENCE)))
         return EXIT_BADINPUT;
-    }
     const bert_config *cfg = bert_model_config(a->m);
-    if (cfg->task != BERT_TASK_SEQUENCE || cfg->num_labels == 0) {
-        fprintf(stderr, PROG ": %s: not a sequence-classification model\n",
-                a->model_dir);
-        return EXIT_BADINPUT;
-    }
     a->tok = bert_model_tokenizer(a->m);
     if (!a->tok) {
         fprintf(stderr, PROG ": %s: the model has no tokenizer\n",
@@ -663,12 +646,8 @@ static int run(app *a)
     a->fn = bert_model_function(a->m);
     if (a->top_k > a->C)
         a->top_k = a->C;
-    bert_session_params sp = bert_session_default_params();
-    sp.n_threads = a->threads;
-    if (bert_session_create(a->m, &sp, &a->s, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", a->model_dir, err.text);
+    if (!(a->s = app_session(PROG, a->m, a->model_dir, a->threads)))
         return EXIT_BADINPUT;
-    }
     a->enc = bert_encoding_create();
     a->rows = calloc(a->batch, sizeof *a->rows);
     a->inputs = calloc(a->batch, sizeof *a->inputs);

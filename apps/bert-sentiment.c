@@ -23,9 +23,10 @@ typedef struct ctx {
     long long n_errors;
 } ctx;
 
-static int classify(ctx *c, const char *text, size_t len, const char *where,
-                    long line)
+static int classify(void *arg, const char *text, size_t len,
+                    const char *where, long line)
 {
+    ctx *c = arg;
     int label;
     size_t v = app_utf8_valid(text, len);
     const char *msg = NULL;
@@ -147,56 +148,23 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    char defdir[8192];
-    if (!model_dir) {
-        model_dir = app_default_model("sentiment", defdir, sizeof defdir);
-        if (!model_dir) {
-            fprintf(stderr, PROG ": no --model given and the default "
-                    "sentiment model is missing (looked in %s); pass "
-                    "--model DIR\n", defdir);
-            return EXIT_BADINPUT;
-        }
-    }
-    bert_error err;
-    if (bert_model_load(model_dir, NULL, &C.m, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", model_dir, err.text);
+    if (!(C.m = app_load_model(PROG, &model_dir, "sentiment", "sentiment",
+                               BERT_TASK_SEQUENCE)))
         return EXIT_BADINPUT;
-    }
-    const bert_config *cfg = bert_model_config(C.m);
-    if (cfg->task != BERT_TASK_SEQUENCE || cfg->num_labels == 0) {
-        fprintf(stderr, PROG ": %s: not a sequence-classification model\n",
-                model_dir);
-        bert_model_free(C.m);
-        return EXIT_BADINPUT;
-    }
-    C.C = cfg->num_labels;
+    C.C = bert_model_config(C.m)->num_labels;
     C.scores = calloc(C.C, sizeof *C.scores);
-    bert_session_params sp = bert_session_default_params();
-    sp.n_threads = threads;
-    if (!C.scores || bert_session_create(C.m, &sp, &C.s, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", model_dir,
-                C.scores ? err.text : "out of memory");
+    if (!C.scores) {
+        fprintf(stderr, PROG ": %s: out of memory\n", model_dir);
         bert_model_free(C.m);
         return EXIT_BADINPUT;
     }
-    if (optind < argc) {
-        for (int i = optind; i < argc; i++) {
-            char where[32];
-            snprintf(where, sizeof where, "argument %d", i - optind + 1);
-            classify(&C, argv[i], strlen(argv[i]), where, 0);
-        }
-    } else {
-        char *line = NULL;
-        size_t cap = 0;
-        long n, lineno = 0;
-        while ((n = app_read_line(stdin, &line, &cap)) >= 0)
-            classify(&C, line, (size_t)n, "<stdin>", ++lineno);
-        if (n == -2) {
-            fprintf(stderr, PROG ": out of memory\n");
-            C.n_errors++;
-        }
-        free(line);
+    if (!(C.s = app_session(PROG, C.m, model_dir, threads))) {
+        free(C.scores);
+        bert_model_free(C.m);
+        return EXIT_BADINPUT;
     }
+    if (app_each_text(PROG, argc, argv, optind, classify, &C))
+        C.n_errors++;
     int status = C.n_errors ? EXIT_BADINPUT : EXIT_OK;
     if (fflush(stdout) != 0) {
         fprintf(stderr, PROG ": write error: %s\n", strerror(errno));

@@ -81,9 +81,10 @@ static void print_inline(const bert_tag_result *r, const char *text,
 }
 
 /* Tags one text; 0 on success, else prints the error and returns -1. */
-static int tag_one(tagger *t, const char *text, size_t len, const char *where,
+static int tag_one(void *arg, const char *text, size_t len, const char *where,
                    long line)
 {
+    tagger *t = arg;
     bert_error err;
     int rc = bert_tag_text(t->m, t->s, text, len, &t->params, t->res, &err);
     if (rc) {
@@ -254,28 +255,10 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    char defdir[8192];
-    if (!model_dir) {
-        model_dir = app_default_model("ner", defdir, sizeof defdir);
-        if (!model_dir) {
-            fprintf(stderr, PROG ": no --model given and the default NER "
-                    "model is missing (looked in %s); pass --model DIR\n",
-                    defdir);
-            return EXIT_BADINPUT;
-        }
-    }
-    bert_error err;
-    bert_model *m;
-    if (bert_model_load(model_dir, NULL, &m, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", model_dir, err.text);
+    bert_model *m = app_load_model(PROG, &model_dir, "ner", "NER",
+                                   BERT_TASK_TOKEN);
+    if (!m)
         return EXIT_BADINPUT;
-    }
-    if (bert_model_config(m)->task != BERT_TASK_TOKEN) {
-        fprintf(stderr, PROG ": %s: not a token-classification model\n",
-                model_dir);
-        bert_model_free(m);
-        return EXIT_BADINPUT;
-    }
     size_t maxlen = bert_model_max_length(m);
     if (T.params.stride >= 0 && (size_t)T.params.stride + 2 >= maxlen) {
         fprintf(stderr, PROG ": --stride %ld must be less than the model's "
@@ -284,10 +267,7 @@ int main(int argc, char **argv)
         bert_model_free(m);
         return EXIT_USAGE;
     }
-    bert_session_params sp = bert_session_default_params();
-    sp.n_threads = threads;
-    if (bert_session_create(m, &sp, &T.s, &err)) {
-        fprintf(stderr, PROG ": %s: %s\n", model_dir, err.text);
+    if (!(T.s = app_session(PROG, m, model_dir, threads))) {
         bert_model_free(m);
         return EXIT_BADINPUT;
     }
@@ -298,26 +278,8 @@ int main(int argc, char **argv)
         return EXIT_BADINPUT;
     }
 
-    if (optind < argc) {
-        for (int i = optind; i < argc; i++) {
-            char where[32];
-            snprintf(where, sizeof where, "argument %d", i - optind + 1);
-            tag_one(&T, argv[i], strlen(argv[i]), where, 0);
-        }
-    } else {
-        char *line = NULL;
-        size_t cap = 0;
-        long n, lineno = 0;
-        while ((n = app_read_line(stdin, &line, &cap)) >= 0) {
-            lineno++;
-            tag_one(&T, line, (size_t)n, "<stdin>", lineno);
-        }
-        if (n == -2) {
-            fprintf(stderr, PROG ": out of memory\n");
-            T.n_errors++;
-        }
-        free(line);
-    }
+    if (app_each_text(PROG, argc, argv, optind, tag_one, &T))
+        T.n_errors++;
     int status = T.n_errors ? EXIT_BADINPUT : EXIT_OK;
     if (fflush(stdout) != 0) {
         fprintf(stderr, PROG ": write error: %s\n", strerror(errno));

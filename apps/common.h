@@ -1,6 +1,7 @@
 /* common.h - helpers shared by the command-line tools (not part of libbert). */
 #ifndef APPS_COMMON_H
 #define APPS_COMMON_H
+#include <libbert/bert.h>
 #include <stdio.h>
 #include <stddef.h>
 
@@ -18,11 +19,36 @@ long app_read_line(FILE *f, char **buf, size_t *cap);
  * tried, for the error message). */
 const char *app_default_model(const char *name, char *buf, size_t cap);
 
+/* Calls fn(ctx, text, len, where, line) on each of argv[first..argc) (where
+ * "argument N", line 0) or, when there are none, on each line of standard
+ * input (where "<stdin>", line from 1).  Returns 0, or -1 after printing
+ * "PROG: out of memory" when a line could not be read. */
+typedef int (*app_text_fn)(void *ctx, const char *text, size_t len,
+                           const char *where, long line);
+int app_each_text(const char *prog, int argc, char **argv, int first,
+                  app_text_fn fn, void *ctx);
+
 /* Writes s[0..n) to f as a JSON string (with the quotes).  Invalid UTF-8
  * bytes become U+FFFD, control characters are escaped. */
 void app_json_string(FILE *f, const char *s, size_t n);
 
 /* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). */
 size_t app_utf8_valid(const char *s, size_t n);
+
+/* ---- in common_model.c, for the tools that link libbert ---- */
+
+/* Loads the model of a tool: *dir, or when *dir is NULL the bundled default
+ * model `name` (then *dir is set to its directory; `what` names it in the
+ * message when it is missing, as in "the default NER model").  The model
+ * must be a `task` model (BERT_TASK_SEQUENCE: with at least one label).
+ * Returns the model, or prints "PROG: ..." to stderr and returns NULL. */
+bert_model *app_load_model(const char *prog, const char **dir,
+                           const char *name, const char *what,
+                           bert_task task);
+
+/* A session on m with `threads` threads, or NULL after printing
+ * "PROG: DIR: reason" to stderr. */
+bert_session *app_session(const char *prog, const bert_model *m,
+                          const char *dir, int threads);
 
 #endif
