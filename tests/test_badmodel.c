@@ -18,29 +18,13 @@
 
 #include "libbert/bert.h"
 #include "libbert/safetensors.h"
+#include "tests/testutil.h"
 
 static char src[4096];  /* the fixture */
 static char root[4096]; /* our temp dir */
 static int n_case;
 
 /* ---- helpers -------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n)
-        n = 0;
-    b[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
 
 static void put(const char *dir, const char *name, const void *data,
                 size_t len)
@@ -105,7 +89,7 @@ static void st_edit(const char *dir, header_fn fn)
     char p[8300];
     size_t len;
     snprintf(p, sizeof p, "%s/model.safetensors", src);
-    unsigned char *b = (unsigned char *)slurp(p, &len);
+    unsigned char *b = (unsigned char *)tu_read_file(p, &len);
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--)
         hl = (hl << 8) | b[i];
@@ -132,7 +116,7 @@ static void st_raw(const char *dir, void (*fn)(unsigned char *, size_t *))
     char p[8300];
     size_t len;
     snprintf(p, sizeof p, "%s/model.safetensors", src);
-    unsigned char *b = (unsigned char *)slurp(p, &len);
+    unsigned char *b = (unsigned char *)tu_read_file(p, &len);
     fn(b, &len);
     put(dir, "model.safetensors", b, len);
     free(b);
@@ -297,7 +281,7 @@ static void test_config(void)
         char p[8300];
         size_t len;
         snprintf(p, sizeof p, "%s/config.json", src);
-        char *b = slurp(p, &len);
+        char *b = tu_read_file(p, &len);
         mkcase(d, sizeof d);
         put(d, "config.json", b, len / 2);
         free(b);

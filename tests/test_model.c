@@ -13,6 +13,7 @@
 
 #include "libbert/bert.h"
 #include "libbert/safetensors.h"
+#include "tests/testutil.h"
 
 #define TOL 1e-4
 
@@ -21,27 +22,6 @@ static char *names[64];
 static size_t n_names;
 
 /* ---- helpers -------------------------------------------------------------- */
-
-static char *read_file_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = '\0';
-        *len = (size_t)n;
-    }
-    return b;
-}
 
 typedef struct expected {
     bert_st_file st;
@@ -192,7 +172,7 @@ static int check_tokens(const bert_model *m, const char *dir,
     char path[8400];
     size_t len;
     snprintf(path, sizeof path, "%s/texts.txt", dir);
-    char *txt = read_file_all(path, &len);
+    char *txt = tu_read_file(path, &len);
     if (!txt || !tok) {
         free(txt);
         return -1;

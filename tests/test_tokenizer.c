@@ -8,6 +8,8 @@
 #include <CUnit/Basic.h>
 #include <libbert/bert_tokenizer.h>
 
+#include "tests/testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,10 +490,7 @@ static void test_load_dirs(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const tu_test tests[] = {
         {"clean_text", test_clean_text},
         {"cjk", test_cjk},
         {"lowercase_accents", test_lowercase_accents},
@@ -507,19 +506,6 @@ int main(int argc, char **argv)
         {"megabyte_lines", test_megabyte_lines},
         {"load_dirs", test_load_dirs},
     };
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("tokenizer", setup, teardown);
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int want = argc < 2;
-        for (int a = 1; a < argc; a++)
-            want |= strcmp(argv[a], tests[i].name) == 0;
-        if (want)
-            CU_add_test(s, tests[i].name, tests[i].fn);
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return tu_run_suite("tokenizer", setup, teardown, tests,
+                        sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -18,32 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/testutil.h"
+
 static const char *shared_dir;
 static int verbose = 5;
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        if (r == 0)
-            break;
-        n += r;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
 
 /* Reads a gzip'd file through gzip -dc (no zlib dependency). */
 static char *slurp_gz(const char *path, size_t *len)
@@ -53,23 +33,11 @@ static char *slurp_gz(const char *path, size_t *len)
     FILE *f = popen(cmd, "r");
     if (!f)
         return NULL;
-    size_t cap = 1 << 22, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        if (r == 0)
-            break;
-        n += r;
-    }
+    char *buf = tu_read_stream(f, len);
     if (pclose(f) != 0) {
         free(buf);
         return NULL;
     }
-    *len = n;
     return buf;
 }
 
@@ -130,7 +98,7 @@ static void corpus_case(const char *name, const char *vocab_kind)
     }
     size_t tlen = 0, ilen = 0, olen = 0;
     snprintf(path, sizeof path, "%s/corpus/%s.txt", shared_dir, name);
-    char *text = slurp(path, &tlen);
+    char *text = tu_read_file(path, &tlen);
     snprintf(path, sizeof path, "%s/corpus/refs/%s.%s.ids.txt.gz", shared_dir, name, vocab_kind);
     char *ids = slurp_gz(path, &ilen);
     snprintf(path, sizeof path, "%s/corpus/refs/%s.%s.offsets.txt.gz", shared_dir, name,
@@ -417,10 +385,7 @@ int main(int argc, char **argv)
     }
     if (getenv("PARITY_VERBOSE"))
         verbose = atoi(getenv("PARITY_VERBOSE"));
-    static const struct {
-        const char *name;
-        CU_TestFunc fn;
-    } tests[] = {
+    static const tu_test tests[] = {
         {"fixtures", test_fixtures},
         {"en_uncased", test_en_uncased},
         {"en_mcased", test_en_mcased},
@@ -431,19 +396,6 @@ int main(int argc, char **argv)
         {"codepoints_uncased", test_codepoints_uncased},
         {"codepoints_mcased", test_codepoints_mcased},
     };
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("parity", NULL, NULL);
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int want = argc < 2;
-        for (int a = 1; a < argc; a++)
-            want |= strcmp(argv[a], tests[i].name) == 0;
-        if (want)
-            CU_add_test(s, tests[i].name, tests[i].fn);
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return tu_run_suite("parity", NULL, NULL, tests,
+                        sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "libbert/bert.h"
+#include "tests/testutil.h"
 
 static int n_fail, n_check;
 
@@ -34,27 +35,6 @@ static int n_fail, n_check;
         }                                                                      \
     } while (0)
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = '\0';
-        *len = (size_t)n;
-    }
-    return b;
-}
-
 /* texts.txt lines joined into one long single text (TABs become spaces). */
 static char *long_text(const char *fix, size_t *len)
 {
@@ -62,7 +42,7 @@ static char *long_text(const char *fix, size_t *len)
     if (strlen(fix) > 4000)
         return NULL;
     snprintf(path, sizeof path, "%s/texts.txt", fix);
-    char *t = read_all(path, len);
+    char *t = tu_read_file(path, len);
     if (!t)
         return NULL;
     for (size_t i = 0; i < *len; i++)
