@@ -9,29 +9,15 @@
 #     CRLF, BOM, empty text, invalid UTF-8, a missing column, a truncated
 #     final quote, a stray quote: row counts, order, values, messages and
 #     exit codes.
-set -u
-: "${top_builddir:=.}" "${top_srcdir:=.}" "${SHARED_DIR:=../shared}"
+. "$(dirname "$0")/lib.sh"
 CLS=$top_builddir/apps/bert-classify
 INFER=$top_builddir/apps/bert-infer
 TOOL=$top_builddir/tests/csvtool
 DATA=$top_srcdir/tests/data
 FIX=$SHARED_DIR/fixtures
-if [ ! -f "$FIX/bert-seq-uncased/config.json" ]; then
-    echo "SKIP: $FIX/bert-seq-uncased not found (set SHARED_DIR)"; exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/apps_classify.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-die() { echo "FAIL: $*"; fail=1; }
+needs -f "$FIX/bert-seq-uncased/config.json" "$FIX/bert-seq-uncased"
+mktmp
 
-# bert-infer JSON lines -> "label,score" with score = the label's prob as
-# printed (the arg-max of probs, first on ties)
-infer_ls() {
-    sed -e 's/.*"probs":\[\([^]]*\)\].*"label":"\([^"]*\)".*/\2 \1/' |
-    awk '{ n = split($2, p, ","); b = 1
-           for (i = 2; i <= n; i++) if (p[i] + 0 > p[b] + 0) b = i
-           print $1 "," p[b] }'
-}
 # bert-classify CSV output -> "label,score" per row (columns 3 and 4 of
 # text,pair,label,score,error)
 classify_ls() { "$TOOL" tsv | tail -n +2 | awk -F '\t' '{ print $3 "," $4 }'; }
@@ -54,7 +40,7 @@ for m in bert-seq-uncased distilbert-seq-uncased bert-seq-multilingual; do
     "$TOOL" fromlines < "$FIX/$m/texts.txt" > "$tmp/$m.csv"
     "$INFER" --model "$FIX/$m" < "$FIX/$m/texts.txt" > "$tmp/$m.infer" ||
         { die "bert-infer failed on $m"; continue; }
-    infer_ls < "$tmp/$m.infer" > "$tmp/$m.want"
+    infer_label_prob , < "$tmp/$m.infer" > "$tmp/$m.want"
     n_want=$(wc -l < "$tmp/$m.want")
     [ "$n_want" -gt 0 ] || die "$m: no bert-infer output"
     for b in 1 3 32; do
@@ -62,7 +48,7 @@ for m in bert-seq-uncased distilbert-seq-uncased bert-seq-multilingual; do
             "$tmp/$m.csv" > "$tmp/$m.$b.csv" 2> "$tmp/$m.$b.err" ||
             { die "$m --batch $b: exit $?: $(cat "$tmp/$m.$b.err")"; continue; }
         classify_ls < "$tmp/$m.$b.csv" > "$tmp/$m.$b.got"
-        "$INFER" --model "$FIX/$m" --batch $b < "$FIX/$m/texts.txt" | infer_ls > "$tmp/$m.$b.want"
+        "$INFER" --model "$FIX/$m" --batch $b < "$FIX/$m/texts.txt" | infer_label_prob , > "$tmp/$m.$b.want"
         cmp -s "$tmp/$m.$b.want" "$tmp/$m.$b.got" ||
             die "$m --batch $b: labels/scores differ from bert-infer --batch $b: $(diff "$tmp/$m.$b.want" "$tmp/$m.$b.got" | head -5)"
         same_ls "$tmp/$m.want" "$tmp/$m.$b.got" ||
@@ -73,7 +59,7 @@ done
 M=$FIX/bert-seq-uncased
 # reference for a text: bert-infer on it with newlines and tabs as spaces
 # (the tokenizer treats them all as whitespace, so the ids are the same)
-ref() { { printf '%s' "$1" | tr '\t\r\n' '   '; echo; } | "$INFER" --model "$M" | infer_ls; }
+ref() { { printf '%s' "$1" | tr '\t\r\n' '   '; echo; } | "$INFER" --model "$M" | infer_label_prob ,; }
 
 # ---- 2. crafted CSVs ---------------------------------------------------------
 # quotes, embedded newlines, empty text, spaces, no final newline

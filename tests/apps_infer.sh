@@ -7,18 +7,12 @@
 # give {"line":N,"error":...} in their place and exit 2; a last line without
 # '\n' is still answered; --max-length truncates; usage errors exit 1 and bad
 # model directories exit 2, with nothing on stdout.
-set -u
-: "${top_builddir:=.}" "${SHARED_DIR:=../shared}"
+. "$(dirname "$0")/lib.sh"
 INFER=$top_builddir/apps/bert-infer
 CHECK=$top_builddir/tests/infer_check
 FIXTURES=$SHARED_DIR/fixtures
-if [ ! -d "$FIXTURES" ]; then
-    echo "SKIP: $FIXTURES not found (set SHARED_DIR)"; exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/apps_infer.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-die() { echo "FAIL: $*"; fail=1; }
+needs -d "$FIXTURES" "$FIXTURES"
+mktmp
 
 # run NAME EXPECTED_STATUS ARGS... < input: output in $tmp/NAME.{out,err}
 run() {

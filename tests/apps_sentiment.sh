@@ -2,28 +2,18 @@
 # bert-sentiment end to end on the bert-seq-uncased fixture: arguments and
 # stdin lines, TSV and JSON output, values equal to bert-infer --batch 1
 # (one text per run, as bert-sentiment runs them), errors.
-set -u
-: "${top_builddir:=.}" "${SHARED_DIR:=../shared}"
+. "$(dirname "$0")/lib.sh"
 SENT=$top_builddir/apps/bert-sentiment
 INFER=$top_builddir/apps/bert-infer
 M=$SHARED_DIR/fixtures/bert-seq-uncased
-if [ ! -f "$M/config.json" ]; then
-    echo "SKIP: $M not found (set SHARED_DIR)"; exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/apps_sentiment.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-die() { echo "FAIL: $*"; fail=1; }
+needs -f "$M/config.json" "$M"
+mktmp
 
 head -20 "$M/texts.txt" | grep -v "$(printf '\t')" > "$tmp/texts"
 "$SENT" --model "$M" < "$tmp/texts" > "$tmp/out" || die "stdin: exit $?"
 [ "$(wc -l < "$tmp/out")" = "$(wc -l < "$tmp/texts")" ] || die "one line per input"
 cut -f3- "$tmp/out" | cmp -s - "$tmp/texts" || die "third column should be the text"
-"$INFER" --model "$M" --batch 1 < "$tmp/texts" |
-    sed -e 's/.*"probs":\[\([^]]*\)\].*"label":"\([^"]*\)".*/\2 \1/' |
-    awk '{ n = split($2, p, ","); b = 1
-           for (i = 2; i <= n; i++) if (p[i] + 0 > p[b] + 0) b = i
-           print $1 "\t" p[b] }' > "$tmp/want"
+"$INFER" --model "$M" --batch 1 < "$tmp/texts" | infer_label_prob '\t' > "$tmp/want"
 cut -f1,2 "$tmp/out" | cmp -s - "$tmp/want" || die "labels/probabilities differ from bert-infer: $(diff "$tmp/want" "$tmp/out" | head -4)"
 
 "$SENT" --model "$M" 'I loved it' 'I hated it' > "$tmp/args" || die "args: exit $?"
@@ -39,7 +29,7 @@ grep -q '<stdin>:2: invalid UTF-8' "$tmp/e" || die "invalid UTF-8 message: $(cat
 "$SENT" --model "$tmp/none" x 2>/dev/null; [ $? = 2 ] || die "missing model: exit status"
 "$SENT" --bogus 2>/dev/null; [ $? = 1 ] || die "bad option: exit status"
 # no --model: the bundled default when it is there, else a clear exit 2
-if [ -f "${top_srcdir:-.}/data/sentiment/config.json" ]; then
+if [ -f "$top_srcdir/data/sentiment/config.json" ]; then
     "$SENT" 'a fine film' > /dev/null || die "default model: exit $?"
 else
     "$SENT" 'a fine film' > /dev/null 2> "$tmp/e"; st=$?

@@ -3,18 +3,12 @@
 # fixture equals the entities Hugging Face's pipeline produced
 # (expected_entities.json), for all five aggregation strategies; plus the
 # conll and inline formats, --ignore, --stride and the error paths.
-set -u
-: "${top_builddir:=.}" "${SHARED_DIR:=../shared}"
+. "$(dirname "$0")/lib.sh"
 FIX=$SHARED_DIR/fixtures/bert-token-cased
 TAG=$top_builddir/apps/bert-tag
 CHECK=$top_builddir/tests/test_tagger
-if [ ! -f "$FIX/expected_entities.json" ]; then
-    echo "SKIP: $FIX not found (set SHARED_DIR)"; exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/apps_tag.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-die() { echo "FAIL: $*"; fail=1; }
+needs -f "$FIX/expected_entities.json" "$FIX"
+mktmp
 
 for agg in none simple first average max; do
     "$TAG" --model "$FIX" --aggregation "$agg" < "$FIX/texts.txt" \
