@@ -7,23 +7,24 @@
 # BUILD_DIR: where bert-vocab and bert-train were built (default: the
 #            current directory, i.e. run it from a build tree);
 # WORK_DIR:  scratch space (default /tmp/libbert-default-models).
-# Environment: SHARED_DIR (default <srcdir>/../shared), THREADS (default 1),
-#              PRETRAIN_MINUTES (default 55).
+# Environment: SHARED_DIR (default <srcdir>/../shared), THREADS (default 1).
 # Results go to WORK_DIR/sentiment and WORK_DIR/ner (complete Hugging Face
 # model directories); copy config.json, model.safetensors, vocab.txt,
 # tokenizer_config.json and special_tokens_map.json into data/sentiment and
 # data/ner.  Each stage is skipped when its output already exists.
 #
 # Stages (times measured on the shared 2-vCPU machine, see the model cards):
-#  1. bert-vocab: a cased 12,000-token WordPiece vocabulary from the
-#     Wikipedia text + the CoNLL-2003 train tokens + the SST-2 train texts.
-#  2. bert-train --task mlm: a 3-layer, 256-wide BERT pre-trained from
-#     scratch on the same text (CoNLL and SST-2 texts twice) for
-#     PRETRAIN_MINUTES.
-#  3. bert-train --task sequence on SST-2 train (half of the rows with PTB
-#     contractions undone, "does n't" -> "doesn't", so that raw text works),
+#  1. bert-vocab: two 12,000-token WordPiece vocabularies learned from the
+#     Wikipedia text + the CoNLL-2003 train tokens + the SST-2 train texts:
+#     uncased (sentiment) and cased (NER).  (seconds)
+#  2. bert-train --task embeddings: word2vec skip-gram over the WordPiece ids
+#     of the Wikipedia text (+ SST-2 texts / + CoNLL tokens), one pass; the
+#     vectors become the word embeddings of a fresh BERT (hidden 256; 2
+#     layers for sentiment, 3 for NER).  (~12 min each)
+#  3. bert-train --task sequence on SST-2 train, half of the rows with PTB
+#     contractions undone ("does n't" -> "doesn't") so that raw text works;
 #     lower-casing tokenizer; best dev epoch kept.
-#  4. bert-train --task token on CoNLL-2003 train (cased), best dev epoch.
+#  4. bert-train --task token on CoNLL-2003 train (cased); best dev epoch.
 set -eu
 
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +32,6 @@ BUILD=${1:-.}
 WORK=${2:-/tmp/libbert-default-models}
 SHARED=${SHARED_DIR:-$SRCDIR/../shared}
 THREADS=${THREADS:-1}
-PRETRAIN_MINUTES=${PRETRAIN_MINUTES:-55}
 D=$SHARED/data
 VOCAB_BIN=$BUILD/apps/bert-vocab
 TRAIN_BIN=$BUILD/apps/bert-train
@@ -44,7 +44,7 @@ done
 mkdir -p "$WORK"
 cd "$WORK"
 
-# --- text for the vocabulary and MLM -------------------------------------
+# --- text for the vocabularies and embeddings ------------------------------
 # CoNLL sentences as lines of space-joined tokens; SST-2 texts (CSV: the
 # text is quoted only when it holds a comma or a quote).
 [ -s conll_train.txt ] || awk -F'\t' 'NF==2{printf "%s%s", (n++?" ":""), $1; next} {if(n) print ""; n=0}' \
@@ -52,29 +52,35 @@ cd "$WORK"
 [ -s sst2_train.txt ] || awk 'NR>1{ if (substr($0,1,1)=="\"") { sub(/,[a-z]+$/,""); s=substr($0,2,length($0)-2); gsub(/""/,"\"",s); print s } else { sub(/,[a-z]+$/,""); print } }' \
     "$D/sst2/train.csv" > sst2_train.txt
 
-# --- 1. vocabulary ---------------------------------------------------------
-[ -s vocab/vocab.txt ] || "$VOCAB_BIN" -q --out vocab --vocab-size 12000 \
-    --min-frequency 2 --model-max-length 128 \
+# --- 1. vocabularies ---------------------------------------------------------
+[ -s vocab_uncased/vocab.txt ] || "$VOCAB_BIN" -q --lowercase --out vocab_uncased \
+    --vocab-size 12000 --min-frequency 2 --model-max-length 128 \
+    "$D"/wiki_en/train-0*.txt sst2_train.txt conll_train.txt
+[ -s vocab_cased/vocab.txt ] || "$VOCAB_BIN" -q --out vocab_cased \
+    --vocab-size 12000 --min-frequency 2 --model-max-length 128 \
     "$D"/wiki_en/train-0*.txt conll_train.txt sst2_train.txt
 
-# --- 2. MLM pre-training ---------------------------------------------------
-cat > config_pretrain.json <<'EOF'
-{"architectures": ["BertForMaskedLM"], "model_type": "bert",
- "vocab_size": 12000, "hidden_size": 256, "num_hidden_layers": 3,
+# --- 2. word-embedding pre-training -------------------------------------------
+config() { # $1 = layers
+    printf '{"architectures": ["BertForMaskedLM"], "model_type": "bert",
+ "vocab_size": 12000, "hidden_size": 256, "num_hidden_layers": %s,
  "num_attention_heads": 4, "intermediate_size": 1024, "hidden_act": "gelu",
  "max_position_embeddings": 128, "type_vocab_size": 2,
  "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1,
  "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
- "pad_token_id": 0}
-EOF
-if [ ! -s pretrain/model.safetensors ]; then
-    cat "$D"/wiki_en/train-0*.txt conll_train.txt conll_train.txt \
-        sst2_train.txt sst2_train.txt > mlm_train.txt
-    "$TRAIN_BIN" --config config_pretrain.json --vocab vocab --task mlm \
-        --train mlm_train.txt --dev "$D/wiki_en/valid.txt" --dev-max 300 \
-        --out pretrain --threads "$THREADS" --batch-size 32 --max-length 128 \
-        --lr 7e-4 --warmup 150 --epochs 0.55 --max-minutes "$PRETRAIN_MINUTES" \
-        --log-every 25 --seed 42
+ "pad_token_id": 0}\n' "$1"
+}
+config 2 > config_sentiment.json
+config 3 > config_ner.json
+if [ ! -s emb_sentiment/model.safetensors ]; then
+    cat "$D"/wiki_en/train-0*.txt sst2_train.txt > emb_sentiment.txt
+    "$TRAIN_BIN" --config config_sentiment.json --vocab vocab_uncased --lowercase \
+        --task embeddings --train emb_sentiment.txt --out emb_sentiment --epochs 1
+fi
+if [ ! -s emb_ner/model.safetensors ]; then
+    cat "$D"/wiki_en/train-0*.txt conll_train.txt > emb_ner.txt
+    "$TRAIN_BIN" --config config_ner.json --vocab vocab_cased --cased \
+        --task embeddings --train emb_ner.txt --out emb_ner --epochs 1
 fi
 
 # --- 3. sentiment ------------------------------------------------------------
@@ -87,15 +93,15 @@ fi
         gsub(/ '\''s /, "'\''s "); gsub(/ '\''re /, "'\''re "); gsub(/ '\''ve /, "'\''ve ");
         gsub(/ '\''ll /, "'\''ll "); gsub(/ '\''d /, "'\''d "); gsub(/ '\''m /, "'\''m ") }
         { print }' "$D/sst2/train.csv" > sst2_train_mixed.csv
-[ -s sentiment/model.safetensors ] || "$TRAIN_BIN" --init pretrain --vocab vocab \
-    --task sequence --lowercase --train sst2_train_mixed.csv --dev "$D/sst2/dev.csv" \
-    --out sentiment --threads "$THREADS" --batch-size 32 --max-length 128 \
-    --lr 1e-4 --warmup 0.06 --epochs 3 --seed 42
+[ -s sentiment/model.safetensors ] || "$TRAIN_BIN" --init emb_sentiment \
+    --vocab vocab_uncased --task sequence --lowercase --train sst2_train_mixed.csv \
+    --dev "$D/sst2/dev.csv" --out sentiment --threads "$THREADS" --batch-size 32 \
+    --max-length 128 --lr 3e-4 --warmup 0.06 --epochs 3 --seed 42
 
 # --- 4. NER --------------------------------------------------------------------
-[ -s ner/model.safetensors ] || "$TRAIN_BIN" --init pretrain --vocab vocab \
+[ -s ner/model.safetensors ] || "$TRAIN_BIN" --init emb_ner --vocab vocab_cased \
     --task token --cased --train "$D/conll2003/train.conll" \
     --dev "$D/conll2003/dev.conll" --out ner --threads "$THREADS" \
-    --batch-size 32 --max-length 128 --lr 2e-4 --warmup 0.06 --epochs 6 --seed 42
+    --batch-size 32 --max-length 128 --lr 3e-4 --warmup 0.06 --epochs 5 --seed 42
 
 echo "done: $WORK/sentiment and $WORK/ner"
