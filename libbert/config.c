@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libbert/internal.h"
+#include "libbert/readall.h"
 
 /* ---- typed getters -------------------------------------------------------- */
 
@@ -420,39 +421,18 @@ int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err)
         return bert__err(err, e == ENOENT ? BERT_EMISSING : BERT_EIO,
                          "%s: cannot open: %s", path, strerror(e));
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    int rc = BERT_OK;
-    while (buf) {
-        if (n == cap) {
-            if (cap >= (16u << 20)) {
-                rc = bert__err(err, BERT_ETOOLONG,
-                               "%s: larger than 16 MB, not a config.json",
-                               path);
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f))
-                rc = bert__err(err, BERT_EIO, "%s: read error", path);
-            break;
-        }
-    }
+    char *buf;
+    size_t n;
+    int rc = bert__read_all(f, 16u << 20, &buf, &n);
     fclose(f);
-    if (!buf)
-        return bert__err(err, BERT_ENOMEM, "%s: out of memory", path);
-    if (rc == BERT_OK)
-        rc = bert__config_parse(buf, n, path, cfg, err);
+    if (rc == BERT_ETOOLONG)
+        return bert__err(err, rc, "%s: larger than 16 MB, not a config.json",
+                         path);
+    if (rc == BERT_ENOMEM)
+        return bert__err(err, rc, "%s: out of memory", path);
+    if (rc)
+        return bert__err(err, rc, "%s: read error", path);
+    rc = bert__config_parse(buf, n, path, cfg, err);
     free(buf);
     return rc;
 }

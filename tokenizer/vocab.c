@@ -4,6 +4,7 @@
  * the byte trie used by WordPiece.
  */
 #include "tokenizer/tokenizer_internal.h"
+#include "libbert/readall.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -355,34 +356,12 @@ static int read_file(const char *path, char **out, size_t *len, bert_error *err)
     if (!f)
         return bert__set_error(err, errno == ENOENT ? BERT_EMISSING : BERT_EIO, -1,
                                "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
+    int rc = bert__read_all(f, 0, out, len);
     fclose(f);
-    if (!buf)
-        return bert__set_error(err, BERT_ENOMEM, -1, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return bert__set_error(err, BERT_EIO, -1, "%s: read error", path);
-    }
-    *out = buf;
-    *len = n;
+    if (rc == BERT_ENOMEM)
+        return bert__set_error(err, rc, -1, "%s: out of memory", path);
+    if (rc)
+        return bert__set_error(err, rc, -1, "%s: read error", path);
     return BERT_OK;
 }
 
