@@ -145,6 +145,24 @@ static void expect(const char *what, const char *dir, int load_tok,
         bert_model_free(m);
 }
 
+/* Cases that each change one key of the fixture's config.json. */
+typedef struct config_case {
+    const char *what, *key;
+    json_t *val; /* the new value (stolen), NULL to delete the key */
+    int status;
+    const char *needle; /* in the message, with the file name */
+} config_case;
+
+static void config_cases(const config_case *c, size_t n, const char *file)
+{
+    char d[8200];
+    for (size_t i = 0; i < n; i++) {
+        mkcase(d, sizeof d);
+        config_edit(d, c[i].key, c[i].val);
+        expect(c[i].what, d, 0, c[i].status, file, c[i].needle);
+    }
+}
+
 /* ---- header mutations ----------------------------------------------------- */
 
 #define T_BIAS "bert.encoder.layer.1.output.dense.bias"
@@ -295,46 +313,38 @@ static void test_config(void)
     put(d, "config.json", "[1,2]", 5);
     expect("config.json not an object", d, 0, BERT_EFORMAT, "config.json",
            "object");
-    mkcase(d, sizeof d);
-    config_edit(d, "hidden_size", json_string("64"));
-    expect("hidden_size is a string", d, 0, BERT_EFORMAT, "config.json",
-           "hidden_size");
-    mkcase(d, sizeof d);
-    config_edit(d, "layer_norm_eps", json_string("tiny"));
-    expect("layer_norm_eps is a string", d, 0, BERT_EFORMAT, "config.json",
-           "layer_norm_eps");
-    mkcase(d, sizeof d);
-    config_edit(d, "id2label", json_pack("[s,s]", "a", "b"));
-    expect("id2label is an array", d, 0, BERT_EFORMAT, "config.json",
-           "id2label");
-    mkcase(d, sizeof d);
-    config_edit(d, "id2label", json_pack("{s:s,s:s}", "0", "a", "7", "b"));
-    expect("id2label with a gap", d, 0, BERT_EFORMAT, "config.json",
-           "id2label");
-    mkcase(d, sizeof d);
-    config_edit(d, "architectures", json_string("BertModel"));
-    expect("architectures is a string", d, 0, BERT_EFORMAT, "config.json",
-           "architectures");
-    mkcase(d, sizeof d);
-    config_edit(d, "num_hidden_layers", json_integer(1000000000));
-    expect("absurd num_hidden_layers", d, 0, BERT_EFORMAT, "config.json",
-           "num_hidden_layers");
-    mkcase(d, sizeof d);
-    config_edit(d, "num_hidden_layers", json_integer(-2));
-    expect("negative num_hidden_layers", d, 0, BERT_EFORMAT, "config.json",
-           "num_hidden_layers");
-    mkcase(d, sizeof d);
-    config_edit(d, "hidden_size", json_integer((json_int_t)1 << 40));
-    expect("absurd hidden_size", d, 0, BERT_EFORMAT, "config.json",
-           "hidden_size");
-    mkcase(d, sizeof d);
-    config_edit(d, "num_attention_heads", json_integer(5));
-    expect("heads do not divide hidden", d, 0, BERT_EFORMAT, "config.json",
-           "multiple");
-    mkcase(d, sizeof d);
-    config_edit(d, "position_embedding_type", json_string("relative_key"));
-    expect("position_embedding_type relative", d, 0, BERT_EUNSUPPORTED,
-           "config.json", "position_embedding_type");
+    config_case cc[] = {
+        {"hidden_size is a string", "hidden_size", json_string("64"),
+         BERT_EFORMAT, "hidden_size"},
+        {"layer_norm_eps is a string", "layer_norm_eps", json_string("tiny"),
+         BERT_EFORMAT, "layer_norm_eps"},
+        {"id2label is an array", "id2label", json_pack("[s,s]", "a", "b"),
+         BERT_EFORMAT, "id2label"},
+        {"id2label with a gap", "id2label",
+         json_pack("{s:s,s:s}", "0", "a", "7", "b"), BERT_EFORMAT,
+         "id2label"},
+        {"architectures is a string", "architectures",
+         json_string("BertModel"), BERT_EFORMAT, "architectures"},
+        {"absurd num_hidden_layers", "num_hidden_layers",
+         json_integer(1000000000), BERT_EFORMAT, "num_hidden_layers"},
+        {"negative num_hidden_layers", "num_hidden_layers", json_integer(-2),
+         BERT_EFORMAT, "num_hidden_layers"},
+        {"absurd hidden_size", "hidden_size",
+         json_integer((json_int_t)1 << 40), BERT_EFORMAT, "hidden_size"},
+        {"heads do not divide hidden", "num_attention_heads", json_integer(5),
+         BERT_EFORMAT, "multiple"},
+        {"position_embedding_type relative", "position_embedding_type",
+         json_string("relative_key"), BERT_EUNSUPPORTED,
+         "position_embedding_type"},
+        {"unsupported architecture", "architectures",
+         json_pack("[s]", "BertForQuestionAnswering"), BERT_EUNSUPPORTED,
+         "BertForQuestionAnswering"},
+        {"hidden_act swish", "hidden_act", json_string("swish"),
+         BERT_EUNSUPPORTED, "swish"},
+        {"unknown problem_type", "problem_type", json_string("ranking"),
+         BERT_EFORMAT, "problem_type"},
+    };
+    config_cases(cc, sizeof cc / sizeof cc[0], "config.json");
     mkcase(d, sizeof d);
     config_edit(d, "model_type", json_string("roberta"));
     config_edit(d, "architectures", NULL);
@@ -352,19 +362,6 @@ static void test_config(void)
     }
     expect("model_type roberta", d, 0, BERT_EUNSUPPORTED, "config.json",
            "roberta");
-    mkcase(d, sizeof d);
-    config_edit(d, "architectures",
-                json_pack("[s]", "BertForQuestionAnswering"));
-    expect("unsupported architecture", d, 0, BERT_EUNSUPPORTED, "config.json",
-           "BertForQuestionAnswering");
-    mkcase(d, sizeof d);
-    config_edit(d, "hidden_act", json_string("swish"));
-    expect("hidden_act swish", d, 0, BERT_EUNSUPPORTED, "config.json",
-           "swish");
-    mkcase(d, sizeof d);
-    config_edit(d, "problem_type", json_string("ranking"));
-    expect("unknown problem_type", d, 0, BERT_EFORMAT, "config.json",
-           "problem_type");
 }
 
 static void test_safetensors(void)
@@ -412,19 +409,16 @@ static void test_safetensors(void)
         expect(rc[i].what, d, 0, BERT_EFORMAT, "model.safetensors", rc[i].n2);
     }
     /* Config contradicting the weights. */
-    mkcase(d, sizeof d);
-    config_edit(d, "intermediate_size", json_integer(256));
-    expect("intermediate_size vs weights", d, 0, BERT_ESHAPE,
-           "model.safetensors", "intermediate.dense.weight");
-    mkcase(d, sizeof d);
-    config_edit(d, "id2label",
-                json_pack("{s:s,s:s,s:s}", "0", "a", "1", "b", "2", "c"));
-    expect("num_labels vs classifier", d, 0, BERT_ESHAPE, "model.safetensors",
-           "classifier.weight");
-    mkcase(d, sizeof d);
-    config_edit(d, "vocab_size", json_integer(1000));
-    expect("vocab_size vs embeddings", d, 0, BERT_ESHAPE, "model.safetensors",
-           "word_embeddings");
+    config_case cc[] = {
+        {"intermediate_size vs weights", "intermediate_size",
+         json_integer(256), BERT_ESHAPE, "intermediate.dense.weight"},
+        {"num_labels vs classifier", "id2label",
+         json_pack("{s:s,s:s,s:s}", "0", "a", "1", "b", "2", "c"),
+         BERT_ESHAPE, "classifier.weight"},
+        {"vocab_size vs embeddings", "vocab_size", json_integer(1000),
+         BERT_ESHAPE, "word_embeddings"},
+    };
+    config_cases(cc, sizeof cc / sizeof cc[0], "model.safetensors");
 }
 
 /* Writes the fixture's weights as F16 or BF16 and checks the model loads,
