@@ -29,9 +29,12 @@
 #include <blis.h>
 #include <string.h>
 
-/* Products with m, n or k below this go to BLIS's small-matrix kernels
- * (measured crossover: between 32 and 48 rows for BERT shapes). */
+/* Products with m or n below BERT_AVX512_SUP_THRESH, or k below
+ * BERT_AVX512_SUP_THRESH_K, go to BLIS's small-matrix kernels (measured
+ * crossover: between 32 and 48 rows for BERT shapes; with k = 32, as in
+ * QK^T of 32-wide heads, the packed AVX-512 kernel is already faster). */
 #define BERT_AVX512_SUP_THRESH 40
+#define BERT_AVX512_SUP_THRESH_K 32
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -212,7 +215,7 @@ static int bert__blis_cntx_avx512(cntx_t *cx)
                       &cx->l3_sup_thresh[BLIS_MT]);
     bli_blksz_set_def(BERT_AVX512_SUP_THRESH, BLIS_FLOAT,
                       &cx->l3_sup_thresh[BLIS_NT]);
-    bli_blksz_set_def(BERT_AVX512_SUP_THRESH, BLIS_FLOAT,
+    bli_blksz_set_def(BERT_AVX512_SUP_THRESH_K, BLIS_FLOAT,
                       &cx->l3_sup_thresh[BLIS_KT]);
     return 1;
 #else
