@@ -27,7 +27,7 @@ typedef struct {
     int task; /* bert_train_task */
     double epochs;
     long batch, accum, max_len, threads, log_every, dev_max;
-    double lr, warmup, wd, clip, mlm_prob, max_minutes;
+    double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
     unsigned long long seed;
     int resume, all_subtokens, no_dropout, lowercase, quiet;
 } opts_t;
@@ -63,6 +63,8 @@ static void usage(FILE *f)
 "  --batch-size N         examples per step (default 32)\n"
 "  --accum N              gradient accumulation: micro-batches per step (1)\n"
 "  --lr X                 peak learning rate (default 5e-5)\n"
+"  --embedding-lr-scale X the word embeddings learn at lr * X (default 1;\n"
+"                         < 1 keeps pre-trained embeddings)\n"
 "  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
 "  --weight-decay X       AdamW decay, not on biases/LayerNorm (0.01)\n"
 "  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
@@ -1216,12 +1218,13 @@ int main(int argc, char **argv)
     o.mlm_prob = 0.15;
     o.seed = 42;
     o.lowercase = -1;
+    o.emb_lr = 1.0;
     o.task = 0;
     enum { O_INIT = 256, O_CONFIG, O_VOCAB, O_TASK, O_TRAIN, O_DEV, O_OUT,
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
            O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
-           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION };
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR };
     static const struct option lo[] = {
         {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
         {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
@@ -1237,12 +1240,13 @@ int main(int argc, char **argv)
         {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
         {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
-        {"resume", 0, 0, O_RESUME}, {"quiet", 0, 0, 'q'},
+        {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
         double v = 0;
-        int num = (c >= O_EPOCHS && c <= O_LOGEVERY && c != O_NODROP);
+        int num = (c >= O_EPOCHS && c <= O_LOGEVERY && c != O_NODROP) ||
+                  c == O_EMBLR;
         if (num && parse_num(optarg, &v)) {
             fprintf(stderr, "bert-train: bad number '%s'\n", optarg);
             return EXIT_USAGE;
@@ -1285,6 +1289,7 @@ int main(int argc, char **argv)
         case O_DEVMAX: o.dev_max = (long)v; break;
         case O_LOGEVERY: o.log_every = (long)v; break;
         case O_RESUME: o.resume = 1; break;
+        case O_EMBLR: o.emb_lr = v; break;
         case 'q': o.quiet = 1; break;
         case O_HELP: usage(stdout); return EXIT_OK;
         case O_VERSION:
@@ -1435,6 +1440,7 @@ int main(int argc, char **argv)
     p.seed = o.seed;
     p.n_threads = (int)o.threads;
     p.dropout = !o.no_dropout;
+    p.embedding_lr_scale = (float)o.emb_lr;
     bert_trainer *t;
     if (bert_trainer_create(o.init, o.config, &p, &t, &err)) {
         fprintf(stderr, "bert-train: %s\n", err.text);

@@ -58,6 +58,8 @@ typedef struct bert_train_params {
     int n_threads;             /* BLIS + OpenMP threads (1) */
     int dropout;               /* 1: config.json's dropout probabilities
                                   during training (default); 0: none */
+    float embedding_lr_scale;  /* the word embeddings learn at lr times this
+                                  (1.0; < 1 keeps pre-trained vectors) */
 } bert_train_params;
 
 BERT_API bert_train_params bert_train_default_params(void);

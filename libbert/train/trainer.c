@@ -28,6 +28,7 @@ bert_train_params bert_train_default_params(void)
     p.seed = 42;
     p.n_threads = 1;
     p.dropout = 1;
+    p.embedding_lr_scale = 1.0f;
     return p;
 }
 
@@ -779,7 +780,7 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
     if (!isfinite(norm))
         return bert__err(err, BERT_EINVAL,
                          "gradient is not finite (learning rate too high?)");
-    float lr = (float)bert_trainer_lr(t);
+    float lr0 = (float)bert_trainer_lr(t);
     size_t step = t->steps + 1;
     float b1 = t->p.beta1, b2 = t->p.beta2;
     float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
@@ -793,6 +794,7 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
         float *m = t->m + off, *v = t->v + off;
         float wd = has_decay(k) ? t->p.weight_decay : 0.0f;
         float eps = t->p.eps;
+        float lr = k == P_WTE ? lr0 * t->p.embedding_lr_scale : lr0;
 #pragma omp parallel for schedule(static) num_threads(nth)
         for (size_t i = 0; i < n; i++) {
             float gi = g[i] * clip;
