@@ -46,8 +46,10 @@
 static int bert__cpu_has_avx512(void)
 {
 #if BERT_HAVE_AVX512_KERNEL
-    /* GCC's check includes the OS (XCR0) support of the zmm state. */
-    __builtin_cpu_init();
+    /* GCC's check includes the OS (XCR0) support of the zmm state.  No
+     * __builtin_cpu_init(): libgcc's constructor has run before any library
+     * call, and calling it from concurrent session creations would race on
+     * libgcc's CPU-model variable. */
     return __builtin_cpu_supports("avx512f") ? 1 : 0;
 #else
     return 0;
