@@ -29,7 +29,7 @@ typedef struct {
     long batch, accum, max_len, threads, log_every, dev_max;
     double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
     unsigned long long seed;
-    int resume, all_subtokens, no_dropout, lowercase, quiet;
+    int resume, all_subtokens, no_dropout, lowercase, quiet, sinpos;
 } opts_t;
 
 static void usage(FILE *f)
@@ -63,6 +63,9 @@ static void usage(FILE *f)
 "  --batch-size N         examples per step (default 32)\n"
 "  --accum N              gradient accumulation: micro-batches per step (1)\n"
 "  --lr X                 peak learning rate (default 5e-5)\n"
+"  --sinusoidal-positions before training, set the position embeddings to\n"
+"                         the sinusoids of Vaswani et al. (std 0.05); helps\n"
+"                         models whose encoder starts from scratch\n"
 "  --embedding-lr-scale X the word embeddings learn at lr * X (default 1;\n"
 "                         < 1 keeps pre-trained embeddings)\n"
 "  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
@@ -1224,7 +1227,7 @@ int main(int argc, char **argv)
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
            O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
-           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR };
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS };
     static const struct option lo[] = {
         {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
         {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
@@ -1240,7 +1243,8 @@ int main(int argc, char **argv)
         {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
         {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
-        {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR}, {"quiet", 0, 0, 'q'},
+        {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR},
+        {"sinusoidal-positions", 0, 0, O_SINPOS}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
@@ -1290,6 +1294,7 @@ int main(int argc, char **argv)
         case O_LOGEVERY: o.log_every = (long)v; break;
         case O_RESUME: o.resume = 1; break;
         case O_EMBLR: o.emb_lr = v; break;
+        case O_SINPOS: o.sinpos = 1; break;
         case 'q': o.quiet = 1; break;
         case O_HELP: usage(stdout); return EXIT_OK;
         case O_VERSION:
@@ -1459,6 +1464,23 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     mkdir(o.out, 0755);
+    if (o.sinpos && !o.resume) {
+        float *pe;
+        size_t pn;
+        size_t H = bert_trainer_config(t)->hidden;
+        if (bert_trainer_tensor(t, "bert.embeddings.position_embeddings.weight",
+                                &pe, &pn, &err)) {
+            fprintf(stderr, "bert-train: %s\n", err.text);
+            return EXIT_BADINPUT;
+        }
+        for (size_t r = 0; r < pn / H; r++)
+            for (size_t i = 0; i < H; i += 2) {
+                double a = (double)r / pow(10000.0, (double)i / (double)H);
+                pe[r * H + i] = (float)(0.0707 * sin(a));
+                if (i + 1 < H)
+                    pe[r * H + i + 1] = (float)(0.0707 * cos(a));
+            }
+    }
     if (o.task == TASK_EMBED) {
         /* word vectors into bert.embeddings.word_embeddings, scaled to a
          * standard deviation of 0.05; the rest stays freshly initialised */
