@@ -26,7 +26,7 @@ typedef struct {
     const char *text_col, *pair_col, *label_col, *labels;
     int task; /* bert_train_task */
     double epochs;
-    long batch, accum, max_len, threads, log_every, dev_max;
+    long batch, accum, max_len, threads, log_every, dev_max, stop_epochs;
     double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
     unsigned long long seed;
     int resume, all_subtokens, no_dropout, lowercase, quiet, sinpos;
@@ -76,6 +76,8 @@ static void usage(FILE *f)
 "  --no-dropout           train without dropout\n"
 "  --seed N               (42)   --threads N  (1)\n"
 "  --max-minutes X        stop (evaluate, save) after X minutes of training\n"
+"  --stop-after-epochs K  stop after K epochs (the learning-rate schedule\n"
+"                         still spans --epochs): reproduces a cut run\n"
 "  --dev-max N            evaluate on at most N dev examples\n"
 "  --log-every N          also log every N steps (default: per epoch)\n"
 "  --resume               continue from --out's trainer_state.bin\n"
@@ -1227,7 +1229,7 @@ int main(int argc, char **argv)
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
            O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
-           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS };
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP };
     static const struct option lo[] = {
         {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
         {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
@@ -1244,13 +1246,14 @@ int main(int argc, char **argv)
         {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
         {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR},
-        {"sinusoidal-positions", 0, 0, O_SINPOS}, {"quiet", 0, 0, 'q'},
+        {"sinusoidal-positions", 0, 0, O_SINPOS},
+        {"stop-after-epochs", 1, 0, O_STOPEP}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
         double v = 0;
         int num = (c >= O_EPOCHS && c <= O_LOGEVERY && c != O_NODROP) ||
-                  c == O_EMBLR;
+                  c == O_EMBLR || c == O_STOPEP;
         if (num && parse_num(optarg, &v)) {
             fprintf(stderr, "bert-train: bad number '%s'\n", optarg);
             return EXIT_USAGE;
@@ -1295,6 +1298,7 @@ int main(int argc, char **argv)
         case O_RESUME: o.resume = 1; break;
         case O_EMBLR: o.emb_lr = v; break;
         case O_SINPOS: o.sinpos = 1; break;
+        case O_STOPEP: o.stop_epochs = (long)v; break;
         case 'q': o.quiet = 1; break;
         case O_HELP: usage(stdout); return EXIT_OK;
         case O_VERSION:
@@ -1549,6 +1553,8 @@ int main(int argc, char **argv)
     int tty = isatty(2) && !o.quiet;
     double tstart = now();
     size_t n_epochs = (size_t)ceil(o.epochs);
+    if (o.stop_epochs > 0 && (size_t)o.stop_epochs < n_epochs)
+        n_epochs = (size_t)o.stop_epochs;
     int stop = 0;
     size_t seen_total = 0;
     for (size_t ep = start_epoch; ep < n_epochs && !stop; ep++) {
