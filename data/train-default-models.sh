@@ -24,7 +24,8 @@
 #  3. bert-train --task sequence on SST-2 train, half of the rows with PTB
 #     contractions undone ("does n't" -> "doesn't") so that raw text works;
 #     lower-casing tokenizer; best dev epoch kept.
-#  4. bert-train --task token on CoNLL-2003 train (cased); best dev epoch.
+#  4. bert-train --task token on CoNLL-2003 train (cased, every sub-token
+#     labelled, sinusoidal initial positions); best dev epoch.
 set -eu
 
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,9 +100,13 @@ fi
     --max-length 128 --lr 3e-4 --warmup 0.06 --epochs 3 --seed 42
 
 # --- 4. NER --------------------------------------------------------------------
+# Every sub-token is labelled (B-X continued as I-X), which also makes the
+# per-token output clean for the pipeline's aggregation; position embeddings
+# start as sinusoids.
 [ -s ner/model.safetensors ] || "$TRAIN_BIN" --init emb_ner --vocab vocab_cased \
-    --task token --cased --train "$D/conll2003/train.conll" \
-    --dev "$D/conll2003/dev.conll" --out ner --threads "$THREADS" \
-    --batch-size 32 --max-length 128 --lr 3e-4 --warmup 0.06 --epochs 5 --seed 42
+    --task token --cased --label-all-subtokens --sinusoidal-positions \
+    --train "$D/conll2003/train.conll" --dev "$D/conll2003/dev.conll" --out ner \
+    --threads "$THREADS" --batch-size 32 --max-length 128 --lr 5e-4 \
+    --warmup 0.06 --epochs 6 --seed 42
 
 echo "done: $WORK/sentiment and $WORK/ner"
