@@ -97,7 +97,7 @@ fi
 [ -s sentiment/model.safetensors ] || "$TRAIN_BIN" --init emb_sentiment \
     --vocab vocab_uncased --task sequence --lowercase --train sst2_train_mixed.csv \
     --dev "$D/sst2/dev.csv" --out sentiment --threads "$THREADS" --batch-size 32 \
-    --max-length 128 --lr 3e-4 --warmup 0.06 --epochs 3 --seed 42
+    --max-length 128 --lr 5e-4 --warmup 0.06 --epochs 2 --seed 42
 
 # --- 4. NER --------------------------------------------------------------------
 # Every sub-token is labelled (B-X continued as I-X), which also makes the
