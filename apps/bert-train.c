@@ -1002,24 +1002,10 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
     snprintf(b, sizeof b, "%s/vocab.txt", out);
     if (strcmp(a, b) != 0 && copy_file(a, b))
         return -1;
-    snprintf(b, sizeof b, "%s/tokenizer_config.json", out);
-    FILE *f = fopen(b, "w");
-    if (!f)
-        return -1;
-    fprintf(f,
-            "{\n  \"clean_up_tokenization_spaces\": true,\n"
-            "  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
-            "  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
-            "  \"model_max_length\": %zu,\n  \"never_split\": null,\n"
-            "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
-            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
-            "  \"tokenizer_class\": \"BertTokenizer\",\n"
-            "  \"unk_token\": \"[UNK]\"\n}\n",
-            lowercase ? "true" : "false", max_len);
-    if (fclose(f))
+    if (app_write_tokenizer_config(out, lowercase, max_len))
         return -1;
     snprintf(b, sizeof b, "%s/special_tokens_map.json", out);
-    f = fopen(b, "w");
+    FILE *f = fopen(b, "w");
     if (!f)
         return -1;
     fprintf(f, "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n"

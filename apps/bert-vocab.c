@@ -472,26 +472,6 @@ static void usage(FILE *f)
             "Exit status: 0 success, 1 usage error, 2 bad input.\n");
 }
 
-static int write_tokcfg(const char *dir, int lowercase, long maxlen)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fprintf(f,
-            "{\n  \"clean_up_tokenization_spaces\": true,\n"
-            "  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
-            "  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
-            "  \"model_max_length\": %ld,\n  \"never_split\": null,\n"
-            "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
-            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
-            "  \"tokenizer_class\": \"BertTokenizer\",\n"
-            "  \"unk_token\": \"[UNK]\"\n}\n",
-            lowercase ? "true" : "false", maxlen);
-    return fclose(f) ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -789,7 +769,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < b.ntok; i++)
         fprintf(f, "%s\n", b.tok[i]);
-    if (fclose(f) || write_tokcfg(out, lower, maxlen)) {
+    if (fclose(f) || app_write_tokenizer_config(out, lower, (size_t)maxlen)) {
         fprintf(stderr, "bert-vocab: cannot write into %s\n", out);
         return EXIT_BADINPUT;
     }
