@@ -7,12 +7,15 @@
  *  - *_backward ACCUMULATES (+=) into every gradient it produces (dinp,
  *    dweight, dbias), so residual branches and tied weights just add up;
  *    the caller zeroes gradient buffers.
- *  - Every matrix product goes through BLIS (bli_sgemm_ex with the caller's
- *    rntm_t, never the global thread setting).  BLIS 0.9 does not split the
- *    k dimension, and every other reduction here runs in a fixed order, so
- *    results are bit-identical for a given thread count.
+ *  - Every matrix product goes through BLIS (bli_sgemm_ex, bli_dgemm_ex in
+ *    double, with the caller's rntm_t, never the global thread setting).
+ *    BLIS 0.9 does not split the k dimension, and every other reduction
+ *    here runs in a fixed order, so results are bit-identical for a given
+ *    thread count.
  *  - Dropout masks come from a counter-based hash of (seed, stream, index):
  *    no RNG state, the backward pass regenerates the same mask.
+ *  - The kernels are written once over a scalar type (ops_impl.h): ops.c
+ *    instantiates these float ones, ops_double.c double ones for the tests.
  * Internal (hidden) names; tests compile this file in.
  */
 #ifndef LIBBERT_TRAIN_OPS_H
@@ -103,5 +106,53 @@ double bert__t_normal(uint64_t seed, uint64_t stream, uint64_t idx);
 double bert__t_crossentropy(float *dlogits, const float *logits,
                             const int32_t *targets, size_t N, size_t C,
                             float scale);
+
+/* The same kernels in double precision (ops_double.c, linked into the tests
+ * only, for finite-difference checks).  Same contracts as above; dropout
+ * keeps element i when bert__t_keep(seed, stream, i, (float)p). */
+void bert__td_matmul_forward(double *out, const double *inp, const double *w,
+                             const double *bias, size_t N, size_t IC,
+                             size_t OC, void *rntm);
+void bert__td_matmul_backward(double *dinp, double *dw, double *dbias,
+                              const double *dout, const double *inp,
+                              const double *w, size_t N, size_t IC, size_t OC,
+                              void *rntm, int n_threads);
+void bert__td_layernorm_forward(double *out, double *mean, double *rstd,
+                                const double *inp, const double *w,
+                                const double *b, size_t N, size_t C,
+                                double eps, int n_threads);
+void bert__td_layernorm_backward(double *dinp, double *dw, double *db,
+                                 const double *dout, const double *inp,
+                                 const double *w, const double *mean,
+                                 const double *rstd, size_t N, size_t C,
+                                 int n_threads);
+void bert__td_act_forward(int act, double *out, const double *inp, size_t n,
+                          int n_threads);
+void bert__td_act_backward(int act, double *dinp, const double *dout,
+                           const double *inp, size_t n, int n_threads);
+void bert__td_embed_forward(double *out, const int32_t *ids,
+                            const int32_t *types, const double *wte,
+                            const double *wpe, const double *wtt, size_t B,
+                            size_t T, size_t H);
+void bert__td_embed_backward(double *dwte, double *dwpe, double *dwtt,
+                             const double *dout, const int32_t *ids,
+                             const int32_t *types, size_t B, size_t T,
+                             size_t H);
+void bert__td_attention_forward(double *out, double *att, double *scratch,
+                                const double *qkv, const size_t *lens,
+                                size_t B, size_t T, size_t H, size_t NH,
+                                double p, uint64_t seed, uint64_t stream,
+                                int n_threads);
+void bert__td_attention_backward(double *dqkv, double *scratch,
+                                 const double *dout, const double *qkv,
+                                 const double *att, const size_t *lens,
+                                 size_t B, size_t T, size_t H, size_t NH,
+                                 double p, uint64_t seed, uint64_t stream,
+                                 int n_threads);
+void bert__td_dropout(double *x, size_t n, double p, uint64_t seed,
+                      uint64_t stream, int n_threads);
+double bert__td_crossentropy(double *dlogits, const double *logits,
+                             const int32_t *targets, size_t N, size_t C,
+                             double scale);
 
 #endif

@@ -1,0 +1,435 @@
+/*
+ * libbert/train/ops_impl.h - the trainer's kernels (see ops.h), written once
+ * over a scalar type `real` and instantiated per type the way BLIS makes its
+ * typed APIs.  A translation unit defines
+ *   OPS_REAL    the scalar type (float, double),
+ *   OPS(name)   the exported name of kernel `name` (bert__t_##name, ...),
+ *   OPS_GEMM    the BLIS GEMM of that type (bli_sgemm_ex, bli_dgemm_ex),
+ * and includes this file once.  ops.c makes the float kernels the trainer
+ * runs (bert__t_*); ops_double.c makes double ones (bert__td_*) so the tests
+ * can check the derivatives against finite differences in double precision.
+ *
+ * The float instantiation must stay bit-identical to the float code it
+ * replaced (the default models were trained with it and determinism is
+ * tested).  Hence: math goes through <tgmath.h> (exp of a float is expf),
+ * constants are (real) casts of literals whose float rounding equals the old
+ * f-suffixed literals, and the order of operations must not change.
+ */
+#include <blis.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "libbert/train/ops.h"
+
+typedef OPS_REAL real;
+
+#define OMP_FOR _Pragma("omp parallel for schedule(static) num_threads(nth)")
+
+static int clamp_threads(int n) { return n < 1 ? 1 : n; }
+
+/* ---- matmul ------------------------------------------------------------ */
+
+static void gemm(size_t m, size_t n, size_t k, real alpha, const real *a,
+                 size_t rsa, size_t csa, const real *b, size_t rsb,
+                 size_t csb, real beta, real *c, size_t rsc, size_t csc,
+                 rntm_t *rntm)
+{
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        /* C = beta*C */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++)
+                c[i * rsc + j * csc] *= beta;
+        return;
+    }
+    OPS_GEMM(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
+             (dim_t)k, &alpha, (real *)a, (inc_t)rsa, (inc_t)csa, (real *)b,
+             (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)rsc, (inc_t)csc, NULL,
+             rntm);
+}
+
+void OPS(matmul_forward)(real *out, const real *inp, const real *w,
+                         const real *bias, size_t N, size_t IC, size_t OC,
+                         void *rntm)
+{
+    real beta = 0;
+    if (bias) {
+        for (size_t i = 0; i < N; i++)
+            memcpy(out + i * OC, bias, OC * sizeof(real));
+        beta = 1;
+    }
+    gemm(N, OC, IC, 1, inp, IC, 1, w, 1, IC, beta, out, OC, 1, rntm);
+}
+
+void OPS(matmul_backward)(real *dinp, real *dw, real *dbias, const real *dout,
+                          const real *inp, const real *w, size_t N, size_t IC,
+                          size_t OC, void *rntm, int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    if (dinp)
+        gemm(N, IC, OC, 1, dout, OC, 1, w, IC, 1, 1, dinp, IC, 1, rntm);
+    if (dw)
+        gemm(OC, IC, N, 1, dout, 1, OC, inp, IC, 1, 1, dw, IC, 1, rntm);
+    if (dbias) {
+        OMP_FOR
+        for (size_t o = 0; o < OC; o++) {
+            real s = 0;
+            for (size_t i = 0; i < N; i++)
+                s += dout[i * OC + o];
+            dbias[o] += s;
+        }
+    }
+}
+
+/* ---- LayerNorm --------------------------------------------------------- */
+
+void OPS(layernorm_forward)(real *out, real *mean, real *rstd,
+                            const real *inp, const real *w, const real *b,
+                            size_t N, size_t C, real eps, int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    OMP_FOR
+    for (size_t i = 0; i < N; i++) {
+        const real *x = inp + i * C;
+        real m = 0;
+        for (size_t c = 0; c < C; c++)
+            m += x[c];
+        m /= (real)C;
+        real v = 0;
+        for (size_t c = 0; c < C; c++) {
+            real d = x[c] - m;
+            v += d * d;
+        }
+        v /= (real)C;
+        real s = (real)1 / sqrt(v + eps);
+        real *o = out + i * C;
+        for (size_t c = 0; c < C; c++)
+            o[c] = (x[c] - m) * s * w[c] + b[c];
+        mean[i] = m;
+        rstd[i] = s;
+    }
+}
+
+void OPS(layernorm_backward)(real *dinp, real *dw, real *db, const real *dout,
+                             const real *inp, const real *w, const real *mean,
+                             const real *rstd, size_t N, size_t C,
+                             int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    OMP_FOR
+    for (size_t i = 0; i < N; i++) {
+        const real *x = inp + i * C, *g = dout + i * C;
+        real m = mean[i], s = rstd[i];
+        real a = 0, bsum = 0;
+        for (size_t c = 0; c < C; c++) {
+            real xh = (x[c] - m) * s;
+            real gw = g[c] * w[c];
+            a += gw;
+            bsum += gw * xh;
+        }
+        a /= (real)C;
+        bsum /= (real)C;
+        real *d = dinp + i * C;
+        for (size_t c = 0; c < C; c++) {
+            real xh = (x[c] - m) * s;
+            d[c] += (g[c] * w[c] - a - xh * bsum) * s;
+        }
+    }
+    if (dw || db) {
+        OMP_FOR
+        for (size_t c = 0; c < C; c++) {
+            real sw = 0, sb = 0;
+            for (size_t i = 0; i < N; i++) {
+                real g = dout[i * C + c];
+                sw += g * (inp[i * C + c] - mean[i]) * rstd[i];
+                sb += g;
+            }
+            if (dw)
+                dw[c] += sw;
+            if (db)
+                db[c] += sb;
+        }
+    }
+}
+
+/* ---- activations ------------------------------------------------------- */
+
+#define GELU_K ((real)0.79788456080286535588)       /* sqrt(2/pi) */
+#define INV_SQRT2 ((real)0.70710678118654752440)    /* 1/sqrt(2) */
+#define INV_SQRT2PI ((real)0.39894228040143267794)  /* 1/sqrt(2 pi) */
+#define GELU_C ((real)0.044715)
+
+void OPS(act_forward)(int act, real *out, const real *inp, size_t n,
+                      int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    OMP_FOR
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real y;
+        switch (act) {
+        case BERT_T_ACT_GELU:
+            y = (real)0.5 * x * ((real)1 + erf(x * INV_SQRT2));
+            break;
+        case BERT_T_ACT_GELU_TANH:
+            y = (real)0.5 * x *
+                ((real)1 + tanh(GELU_K * (x + GELU_C * x * x * x)));
+            break;
+        case BERT_T_ACT_RELU:
+            y = x > 0 ? x : 0;
+            break;
+        default:
+            y = tanh(x);
+            break;
+        }
+        out[i] = y;
+    }
+}
+
+void OPS(act_backward)(int act, real *dinp, const real *dout, const real *inp,
+                       size_t n, int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    OMP_FOR
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real d;
+        switch (act) {
+        case BERT_T_ACT_GELU:
+            d = (real)0.5 * ((real)1 + erf(x * INV_SQRT2)) +
+                x * INV_SQRT2PI * exp((real)-0.5 * x * x);
+            break;
+        case BERT_T_ACT_GELU_TANH: {
+            real u = GELU_K * (x + GELU_C * x * x * x);
+            real t = tanh(u);
+            /* 3 * GELU_C rounds in real, as 3.0f * 0.044715f did */
+            real du = GELU_K * ((real)1 + (real)3 * GELU_C * x * x);
+            d = (real)0.5 * ((real)1 + t) +
+                (real)0.5 * x * ((real)1 - t * t) * du;
+            break;
+        }
+        case BERT_T_ACT_RELU:
+            d = x > 0 ? 1 : 0;
+            break;
+        default: {
+            real t = tanh(x);
+            d = (real)1 - t * t;
+            break;
+        }
+        }
+        dinp[i] += dout[i] * d;
+    }
+}
+
+/* ---- embeddings -------------------------------------------------------- */
+
+void OPS(embed_forward)(real *out, const int32_t *ids, const int32_t *types,
+                        const real *wte, const real *wpe, const real *wtt,
+                        size_t B, size_t T, size_t H)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            size_t r = b * T + t;
+            const real *e = wte + (size_t)ids[r] * H;
+            const real *p = wpe + t * H;
+            const real *y = wtt ? wtt + (size_t)(types ? types[r] : 0) * H
+                                : NULL;
+            real *o = out + r * H;
+            for (size_t h = 0; h < H; h++)
+                o[h] = e[h] + p[h] + (y ? y[h] : 0);
+        }
+}
+
+void OPS(embed_backward)(real *dwte, real *dwpe, real *dwtt, const real *dout,
+                         const int32_t *ids, const int32_t *types, size_t B,
+                         size_t T, size_t H)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            size_t r = b * T + t;
+            const real *g = dout + r * H;
+            real *e = dwte + (size_t)ids[r] * H;
+            real *p = dwpe + t * H;
+            real *y = dwtt ? dwtt + (size_t)(types ? types[r] : 0) * H : NULL;
+            for (size_t h = 0; h < H; h++) {
+                e[h] += g[h];
+                p[h] += g[h];
+                if (y)
+                    y[h] += g[h];
+            }
+        }
+}
+
+/* ---- dropout ----------------------------------------------------------- */
+
+/* The mask depends only on (seed, stream, index, (float)p), so both
+ * instantiations drop the same elements. */
+void OPS(dropout)(real *x, size_t n, real p, uint64_t seed, uint64_t stream,
+                  int n_threads)
+{
+    if (p <= 0)
+        return;
+    int nth = clamp_threads(n_threads);
+    real sc = (real)1 / ((real)1 - p);
+    OMP_FOR
+    for (size_t i = 0; i < n; i++)
+        x[i] = bert__t_keep(seed, stream, i, (float)p) ? x[i] * sc : 0;
+}
+
+/* ---- attention --------------------------------------------------------- */
+
+void OPS(attention_forward)(real *out, real *att, real *scratch,
+                            const real *qkv, const size_t *lens, size_t B,
+                            size_t T, size_t H, size_t NH, real p,
+                            uint64_t seed, uint64_t stream, int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    size_t d = H / NH, H3 = 3 * H;
+    real scale = (real)1 / sqrt((real)d);
+    real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
+    OMP_FOR
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        rntm_t rn;
+        bli_rntm_init(&rn);
+        bli_rntm_set_num_threads(1, &rn);
+        size_t b = bh / NH, h = bh % NH, L = lens[b];
+        const real *q = qkv + b * T * H3 + h * d;
+        const real *k = q + H, *v = q + 2 * H;
+        real *S = att + bh * T * T;
+        /* S[T, L] = scale * Q K^T */
+        gemm(T, L, d, scale, q, H3, 1, k, 1, H3, 0, S, T, 1, &rn);
+        for (size_t i = 0; i < T; i++) {
+            real *r = S + i * T;
+            real mx = -INFINITY;
+            for (size_t j = 0; j < L; j++)
+                mx = r[j] > mx ? r[j] : mx;
+            real sum = 0;
+            for (size_t j = 0; j < L; j++) {
+                r[j] = exp(r[j] - mx);
+                sum += r[j];
+            }
+            real inv = (real)1 / sum;
+            for (size_t j = 0; j < L; j++)
+                r[j] *= inv;
+            for (size_t j = L; j < T; j++)
+                r[j] = 0;
+        }
+        const real *P = S;
+        if (p > 0) {
+            real *Pd = scratch + bh * T * T;
+            for (size_t i = 0; i < T; i++)
+                for (size_t j = 0; j < T; j++)
+                    Pd[i * T + j] = bert__t_keep(seed, stream,
+                                                 (bh * T + i) * T + j,
+                                                 (float)p)
+                                        ? S[i * T + j] * dsc
+                                        : 0;
+            P = Pd;
+        }
+        /* out[T, d] = P[T, L] V[L, d] */
+        gemm(T, d, L, 1, P, T, 1, v, H3, 1, 0, out + b * T * H + h * d, H, 1,
+             &rn);
+    }
+}
+
+void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
+                             const real *qkv, const real *att,
+                             const size_t *lens, size_t B, size_t T, size_t H,
+                             size_t NH, real p, uint64_t seed,
+                             uint64_t stream, int n_threads)
+{
+    int nth = clamp_threads(n_threads);
+    size_t d = H / NH, H3 = 3 * H;
+    real scale = (real)1 / sqrt((real)d);
+    real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
+    OMP_FOR
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        rntm_t rn;
+        bli_rntm_init(&rn);
+        bli_rntm_set_num_threads(1, &rn);
+        size_t b = bh / NH, h = bh % NH, L = lens[b];
+        const real *q = qkv + b * T * H3 + h * d;
+        const real *k = q + H, *v = q + 2 * H;
+        real *dq = dqkv + b * T * H3 + h * d;
+        real *dk = dq + H, *dv = dq + 2 * H;
+        const real *S = att + bh * T * T;
+        const real *g = dout + b * T * H + h * d;
+        real *W = scratch + bh * T * T;
+        const real *P = S;
+        if (p > 0) {
+            for (size_t i = 0; i < T; i++)
+                for (size_t j = 0; j < T; j++)
+                    W[i * T + j] = bert__t_keep(seed, stream,
+                                                (bh * T + i) * T + j,
+                                                (float)p)
+                                       ? S[i * T + j] * dsc
+                                       : 0;
+            P = W;
+        }
+        /* dV[L, d] += P^T dout */
+        gemm(L, d, T, 1, P, 1, T, g, H, 1, 1, dv, H3, 1, &rn);
+        /* dP[T, L] = dout V^T */
+        gemm(T, L, d, 1, g, H, 1, v, 1, H3, 0, W, T, 1, &rn);
+        for (size_t i = 0; i < T; i++) {
+            real *r = W + i * T;
+            const real *s = S + i * T;
+            if (p > 0) {
+                for (size_t j = 0; j < L; j++) {
+                    if (!bert__t_keep(seed, stream, (bh * T + i) * T + j,
+                                      (float)p))
+                        r[j] = 0;
+                    else
+                        r[j] *= dsc;
+                }
+            }
+            real dot = 0;
+            for (size_t j = 0; j < L; j++)
+                dot += r[j] * s[j];
+            for (size_t j = 0; j < L; j++)
+                r[j] = s[j] * (r[j] - dot) * scale;
+        }
+        /* dQ[T, d] += dS K ; dK[L, d] += dS^T Q */
+        gemm(T, d, L, 1, W, T, 1, k, H3, 1, 1, dq, H3, 1, &rn);
+        gemm(L, d, T, 1, W, 1, T, q, H3, 1, 1, dk, H3, 1, &rn);
+    }
+}
+
+/* ---- loss -------------------------------------------------------------- */
+
+/* The log-sum-exp and the loss are summed in double whatever real is. */
+double OPS(crossentropy)(real *dlogits, const real *logits,
+                         const int32_t *targets, size_t N, size_t C,
+                         real scale)
+{
+    double loss = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        const real *l = logits + i * C;
+        real *d = dlogits ? dlogits + i * C : NULL;
+        if (targets[i] < 0 || (size_t)targets[i] >= C) {
+            if (d)
+                memset(d, 0, C * sizeof(real));
+            continue;
+        }
+        real mx = l[0];
+        for (size_t c = 1; c < C; c++)
+            mx = l[c] > mx ? l[c] : mx;
+        double sum = 0.0;
+        for (size_t c = 0; c < C; c++)
+            sum += exp((double)(l[c] - mx));
+        double lse = log(sum) + mx;
+        loss += lse - l[targets[i]];
+        if (d)
+            for (size_t c = 0; c < C; c++) {
+                double pr = exp((double)l[c] - lse);
+                d[c] = (real)(scale * (pr - (c == (size_t)targets[i])));
+            }
+    }
+    return loss;
+}
+
+#undef OMP_FOR
+#undef GELU_K
+#undef INV_SQRT2
+#undef INV_SQRT2PI
+#undef GELU_C
