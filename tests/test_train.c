@@ -1,7 +1,8 @@
-/* tests/test_train.c - the trainer: every backward kernel against finite
- * differences (losses summed in double), a whole-model gradient check for
- * each task, a tiny model that learns a tiny data set, determinism, and the
- * trainer's forward against a fixture's expected logits. */
+/* tests/test_train.c - the trainer: every backward kernel, in its double
+ * instantiation, against finite differences, the float kernels against the
+ * double ones, a whole-model gradient check for each task, a tiny model that
+ * learns a tiny data set, determinism, and the trainer's forward against a
+ * fixture's expected logits. */
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,70 +21,99 @@ static float frand(uint64_t *s)
     return (float)((*s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
-static void fill(float *x, size_t n, uint64_t seed, float sc)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = frand(&seed) * sc;
-}
-
-static double dot(const float *a, const float *r, size_t n)
-{
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)a[i] * r[i];
-    return s;
-}
-
 /* relative error between analytic and numeric gradients, robust to tiny
- * values */
+ * values (whole-model check, float32) */
 static double relerr(double a, double n)
 {
     double d = fabs(a - n), m = fabs(a) + fabs(n);
     return m < 1e-3 ? d : d / m;
 }
 
-static double g_worst_kernel = 0, g_worst_model = 0;
+static double g_worst_kernel = 0, g_worst_f32 = 0, g_worst_model = 0;
 
-/* --- kernel checks: loss = sum(out * R) ---------------------------------- */
+/* --- kernels in double precision against finite differences --------------
+ * The double instantiation (bert__td_*) is the float kernels' code with
+ * another scalar type, so its derivatives can be checked far below float
+ * rounding.  loss = sum(out * R) in double; central differences with step
+ * FD_H.  Gradient buffers start at random values G0 and the check uses
+ * g - G0, so a backward that overwrites instead of accumulating fails. */
 
-#define EPS 1e-2f
+#define FD_H 1e-5
+#define FD_FLOOR 1e-2
+#define FD_TOL 1e-8
 
-static void check_grad(const char *what, float *x, size_t n, const float *g,
-                       double (*loss)(void *), void *ctx, double tol)
+static void filld(double *x, size_t n, uint64_t seed, float sc)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand(&seed) * sc; /* float values: exact in both types */
+}
+
+/* fills g and g0 with the same random start values */
+static void start(double *g, double *g0, size_t n, uint64_t seed)
+{
+    filld(g, n, seed, 1);
+    memcpy(g0, g, n * sizeof *g);
+}
+
+static double dotd(const double *a, const double *r, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * r[i];
+    return s;
+}
+
+/* |a - n| relative to |a| + |n|, but at least FD_FLOOR: the differences
+ * carry an absolute rounding noise of ~eps * |loss| / FD_H ~ 1e-11 (losses
+ * and gradients here are O(1)), which would swamp the relative error of a
+ * gradient that happens to be ~1e-4. */
+static double fd_relerr(double a, double n)
+{
+    return fabs(a - n) / fmax(fabs(a) + fabs(n), FD_FLOOR);
+}
+
+/* Checks g - g0 (g0 NULL: g) against central differences of loss in x,
+ * scaled by sc; prints the worst relative error. */
+static void check_fd(const char *what, double *x, size_t n, const double *g,
+                     const double *g0, double sc, double (*loss)(void *),
+                     void *ctx)
 {
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
-        float old = x[i];
-        x[i] = old + EPS;
+        double old = x[i], xp = old + FD_H, xm = old - FD_H;
+        x[i] = xp;
         double lp = loss(ctx);
-        x[i] = old - EPS;
+        x[i] = xm;
         double lm = loss(ctx);
         x[i] = old;
-        double num = (lp - lm) / (2.0 * EPS);
-        double e = relerr(g[i], num);
+        /* divide by the step actually taken (xp - xm is not exactly 2h) */
+        double num = sc * (lp - lm) / (xp - xm);
+        double ana = g[i] - (g0 ? g0[i] : 0);
+        double e = fd_relerr(ana, num);
         if (e > worst)
             worst = e;
-        if (e > tol)
-            printf("\n  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, g[i],
-                   num);
+        if (e > FD_TOL)
+            printf("\n  %s[%zu]: analytic %.15g numeric %.15g\n  ", what, i,
+                   ana, num);
     }
+    printf("%s %.1e ", what, worst);
     if (worst > g_worst_kernel)
         g_worst_kernel = worst;
-    CU_ASSERT(worst <= tol);
+    CU_ASSERT(worst <= FD_TOL);
 }
 
 typedef struct {
     size_t N, IC, OC;
-    float *inp, *w, *b, *out, *R;
+    double *inp, *w, *b, *out, *R;
     void *rntm;
 } mm_ctx;
 
 static double mm_loss(void *v)
 {
     mm_ctx *c = v;
-    bert__t_matmul_forward(c->out, c->inp, c->w, c->b, c->N, c->IC, c->OC,
-                           c->rntm);
-    return dot(c->out, c->R, c->N * c->OC);
+    bert__td_matmul_forward(c->out, c->inp, c->w, c->b, c->N, c->IC, c->OC,
+                            c->rntm);
+    return dotd(c->out, c->R, c->N * c->OC);
 }
 
 #include <blis.h>
@@ -93,194 +123,433 @@ static void test_matmul(void)
     rntm_t rn;
     bli_rntm_init(&rn);
     bli_rntm_set_num_threads(1, &rn);
-    mm_ctx c = {5, 7, 3, NULL, NULL, NULL, NULL, NULL, &rn};
-    c.inp = malloc(5 * 7 * 4);
-    c.w = malloc(3 * 7 * 4);
-    c.b = malloc(3 * 4);
-    c.out = malloc(5 * 3 * 4);
-    c.R = malloc(5 * 3 * 4);
-    fill(c.inp, 35, 1, 1);
-    fill(c.w, 21, 2, 1);
-    fill(c.b, 3, 3, 1);
-    fill(c.R, 15, 4, 1);
-    float dinp[35] = {0}, dw[21] = {0}, db[3] = {0};
-    bert__t_matmul_backward(dinp, dw, db, c.R, c.inp, c.w, 5, 7, 3, &rn, 2);
-    check_grad("matmul.inp", c.inp, 35, dinp, mm_loss, &c, 1e-3);
-    check_grad("matmul.w", c.w, 21, dw, mm_loss, &c, 1e-3);
-    check_grad("matmul.b", c.b, 3, db, mm_loss, &c, 1e-3);
-    free(c.inp); free(c.w); free(c.b); free(c.out); free(c.R);
+    enum { N = 5, IC = 7, OC = 3 };
+    double inp[N * IC], w[OC * IC], b[OC], out[N * OC], R[N * OC];
+    filld(inp, N * IC, 1, 1);
+    filld(w, OC * IC, 2, 1);
+    filld(b, OC, 3, 1);
+    filld(R, N * OC, 4, 1);
+    for (int bias = 1; bias >= 0; bias--) {
+        mm_ctx c = {N, IC, OC, inp, w, bias ? b : NULL, out, R, &rn};
+        double dinp[N * IC], dw[OC * IC], db[OC];
+        double dinp0[N * IC], dw0[OC * IC], db0[OC];
+        start(dinp, dinp0, N * IC, 5);
+        start(dw, dw0, OC * IC, 6);
+        start(db, db0, OC, 7);
+        bert__td_matmul_backward(dinp, dw, db, R, inp, w, N, IC, OC, &rn, 2);
+        check_fd(bias ? "dinp" : "dinp(no bias)", inp, N * IC, dinp, dinp0,
+                 1, mm_loss, &c);
+        check_fd(bias ? "dw" : "dw(no bias)", w, OC * IC, dw, dw0, 1, mm_loss,
+                 &c);
+        if (bias)
+            check_fd("dbias", b, OC, db, db0, 1, mm_loss, &c);
+    }
 }
 
 typedef struct {
     size_t N, C;
-    float *inp, *w, *b, *out, *mean, *rstd, *R;
+    double *inp, *w, *b, *out, *mean, *rstd, *R;
 } ln_ctx;
 
 static double ln_loss(void *v)
 {
     ln_ctx *c = v;
-    bert__t_layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b,
-                              c->N, c->C, 1e-5f, 1);
-    return dot(c->out, c->R, c->N * c->C);
+    bert__td_layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b,
+                               c->N, c->C, 1e-5, 1);
+    return dotd(c->out, c->R, c->N * c->C);
 }
 
 static void test_layernorm(void)
 {
-    float inp[3 * 5], w[5], b[5], out[15], mean[3], rstd[3], R[15];
-    fill(inp, 15, 5, 2);
-    fill(w, 5, 6, 1);
-    fill(b, 5, 7, 1);
-    fill(R, 15, 8, 1);
-    ln_ctx c = {3, 5, inp, w, b, out, mean, rstd, R};
+    enum { N = 3, C = 5 };
+    double inp[N * C], w[C], b[C], out[N * C], mean[N], rstd[N], R[N * C];
+    filld(inp, N * C, 5, 2);
+    filld(w, C, 6, 1);
+    filld(b, C, 7, 1);
+    filld(R, N * C, 8, 1);
+    ln_ctx c = {N, C, inp, w, b, out, mean, rstd, R};
     ln_loss(&c);
-    float dinp[15] = {0}, dw[5] = {0}, db[5] = {0};
-    bert__t_layernorm_backward(dinp, dw, db, R, inp, w, mean, rstd, 3, 5, 2);
-    check_grad("layernorm.inp", inp, 15, dinp, ln_loss, &c, 2e-2);
-    check_grad("layernorm.w", w, 5, dw, ln_loss, &c, 1e-3);
-    check_grad("layernorm.b", b, 5, db, ln_loss, &c, 1e-3);
+    double dinp[N * C], dw[C], db[C], dinp0[N * C], dw0[C], db0[C];
+    start(dinp, dinp0, N * C, 9);
+    start(dw, dw0, C, 10);
+    start(db, db0, C, 11);
+    bert__td_layernorm_backward(dinp, dw, db, R, inp, w, mean, rstd, N, C, 2);
+    check_fd("dinp", inp, N * C, dinp, dinp0, 1, ln_loss, &c);
+    check_fd("dw", w, C, dw, dw0, 1, ln_loss, &c);
+    check_fd("db", b, C, db, db0, 1, ln_loss, &c);
 }
 
 typedef struct {
     int act;
-    float *inp, *out, *R;
+    double *inp, *out, *R;
     size_t n;
 } act_ctx;
 
 static double act_loss(void *v)
 {
     act_ctx *c = v;
-    bert__t_act_forward(c->act, c->out, c->inp, c->n, 1);
-    return dot(c->out, c->R, c->n);
+    bert__td_act_forward(c->act, c->out, c->inp, c->n, 1);
+    return dotd(c->out, c->R, c->n);
 }
 
 static void test_activations(void)
 {
+    static const char *name[4] = {"gelu", "gelu_tanh", "relu", "tanh"};
+    enum { n = 11 };
     for (int act = 0; act < 4; act++) {
-        float inp[11], out[11], R[11], d[11] = {0};
-        fill(inp, 11, 10 + (uint64_t)act, 3);
-        for (int i = 0; i < 11; i++) /* keep ReLU away from its kink */
-            if (fabsf(inp[i]) < 0.05f)
-                inp[i] = 0.3f;
-        fill(R, 11, 20, 1);
-        act_ctx c = {act, inp, out, R, 11};
-        bert__t_act_backward(act, d, R, inp, 11, 2);
-        check_grad("activation", inp, 11, d, act_loss, &c, 2e-3);
+        double inp[n], out[n], R[n], d[n], d0[n];
+        filld(inp, n, 10 + (uint64_t)act, 3);
+        for (int i = 0; i < n; i++) /* keep ReLU away from its kink */
+            if (fabs(inp[i]) < 0.05)
+                inp[i] = 0.3;
+        filld(R, n, 20, 1);
+        start(d, d0, n, 21);
+        act_ctx c = {act, inp, out, R, n};
+        bert__td_act_backward(act, d, R, inp, n, 2);
+        check_fd(name[act], inp, n, d, d0, 1, act_loss, &c);
     }
 }
 
 typedef struct {
-    float *out, *att, *scr, *qkv, *R;
+    double *out, *att, *scr, *qkv, *R;
     size_t *lens, B, T, H, NH;
-    float p;
+    double p;
 } at_ctx;
 
 static double at_loss(void *v)
 {
     at_ctx *c = v;
-    bert__t_attention_forward(c->out, c->att, c->scr, c->qkv, c->lens, c->B,
-                              c->T, c->H, c->NH, c->p, 7, 99, 2);
-    /* only real rows count */
-    double s = 0;
-    for (size_t b = 0; b < c->B; b++)
-        for (size_t t = 0; t < c->lens[b]; t++)
-            for (size_t h = 0; h < c->H; h++) {
-                size_t i = (b * c->T + t) * c->H + h;
-                s += (double)c->out[i] * c->R[i];
-            }
-    return s;
+    bert__td_attention_forward(c->out, c->att, c->scr, c->qkv, c->lens, c->B,
+                               c->T, c->H, c->NH, c->p, 7, 99, 2);
+    /* every row counts, padded queries too (they attend to real keys) */
+    return dotd(c->out, c->R, c->B * c->T * c->H);
 }
 
 static void test_attention(void)
 {
+    enum { B = 2, T = 5, H = 6, NH = 2, H3 = 3 * H };
+    size_t lens[B] = {5, 3};
     for (int withdrop = 0; withdrop < 2; withdrop++) {
-        size_t B = 2, T = 5, H = 6, NH = 2;
-        size_t lens[2] = {5, 3};
-        float qkv[2 * 5 * 18], out[2 * 5 * 6], att[2 * 2 * 25], scr[100],
-            R[60], dqkv[180] = {0}, scr2[100];
-        fill(qkv, 180, 30, 1.5f);
-        fill(R, 60, 31, 1);
-        for (size_t b = 0; b < B; b++) /* padded rows carry no gradient */
-            for (size_t t = lens[b]; t < T; t++)
-                memset(R + (b * T + t) * H, 0, H * sizeof(float));
+        double qkv[B * T * H3], out[B * T * H], att[B * NH * T * T],
+            scr[B * NH * T * T], R[B * T * H], dqkv[B * T * H3],
+            dqkv0[B * T * H3], scr2[B * NH * T * T];
+        filld(qkv, B * T * H3, 30, 1.5f);
+        filld(R, B * T * H, 31, 1);
+        start(dqkv, dqkv0, B * T * H3, 32);
         at_ctx c = {out, att, scr, qkv, R, lens, B, T, H, NH,
-                    withdrop ? 0.3f : 0.0f};
+                    withdrop ? 0.3 : 0.0};
         at_loss(&c);
-        bert__t_attention_backward(dqkv, scr2, R, qkv, att, lens, B, T, H, NH,
-                                   c.p, 7, 99, 2);
-        /* keys/values of padded positions get no gradient */
-        for (size_t t = 3; t < 5; t++)
-            for (size_t h = 6; h < 18; h++)
-                CU_ASSERT(dqkv[(1 * T + t) * 18 + h] == 0.0f);
-        check_grad("attention.qkv", qkv, 180, dqkv, at_loss, &c, 2e-2);
+        bert__td_attention_backward(dqkv, scr2, R, qkv, att, lens, B, T, H, NH,
+                                    c.p, 7, 99, 2);
+        /* keys/values of padded positions get no gradient at all */
+        for (size_t t = lens[1]; t < T; t++)
+            for (size_t h = H; h < H3; h++)
+                CU_ASSERT(dqkv[(1 * T + t) * H3 + h] ==
+                          dqkv0[(1 * T + t) * H3 + h]);
+        check_fd(withdrop ? "dqkv(dropout)" : "dqkv", qkv, B * T * H3, dqkv,
+                 dqkv0, 1, at_loss, &c);
     }
 }
 
 typedef struct {
-    float *out, *wte, *wpe, *wtt, *R;
+    double *out, *wte, *wpe, *wtt, *R;
     int32_t *ids, *types;
 } em_ctx;
+
+enum { EB = 2, ET = 3, EH = 5, EV = 5 };
 
 static double em_loss(void *v)
 {
     em_ctx *c = v;
-    bert__t_embed_forward(c->out, c->ids, c->types, c->wte, c->wpe, c->wtt, 2,
-                          3, 4);
-    return dot(c->out, c->R, 24);
+    bert__td_embed_forward(c->out, c->ids, c->types, c->wte, c->wpe, c->wtt,
+                           EB, ET, EH);
+    return dotd(c->out, c->R, EB * ET * EH);
 }
 
 static void test_embeddings(void)
 {
-    float wte[5 * 4], wpe[3 * 4], wtt[2 * 4], out[24], R[24];
-    int32_t ids[6] = {1, 4, 1, 0, 2, 3}, types[6] = {0, 0, 1, 0, 1, 1};
-    fill(wte, 20, 40, 1);
-    fill(wpe, 12, 41, 1);
-    fill(wtt, 8, 42, 1);
-    fill(R, 24, 43, 1);
-    em_ctx c = {out, wte, wpe, wtt, R, ids, types};
-    float dwte[20] = {0}, dwpe[12] = {0}, dwtt[8] = {0};
-    bert__t_embed_backward(dwte, dwpe, dwtt, R, ids, types, 2, 3, 4);
-    check_grad("embed.wte", wte, 20, dwte, em_loss, &c, 1e-3);
-    check_grad("embed.wpe", wpe, 12, dwpe, em_loss, &c, 1e-3);
-    check_grad("embed.wtt", wtt, 8, dwtt, em_loss, &c, 1e-3);
+    double wte[EV * EH], wpe[ET * EH], wtt[2 * EH], out[EB * ET * EH],
+        R[EB * ET * EH];
+    /* repeated ids: their gradients add up */
+    int32_t ids[EB * ET] = {1, 4, 1, 0, 2, 1}, types[EB * ET] = {0, 0, 1,
+                                                                 0, 1, 1};
+    filld(wte, EV * EH, 40, 1);
+    filld(wpe, ET * EH, 41, 1);
+    filld(wtt, 2 * EH, 42, 1);
+    filld(R, EB * ET * EH, 43, 1);
+    /* with token types, then types NULL (= type 0) */
+    for (int withtypes = 1; withtypes >= 0; withtypes--) {
+        int32_t *ty = withtypes ? types : NULL;
+        em_ctx c = {out, wte, wpe, wtt, R, ids, ty};
+        double dwte[EV * EH], dwpe[ET * EH], dwtt[2 * EH];
+        double dwte0[EV * EH], dwpe0[ET * EH], dwtt0[2 * EH];
+        start(dwte, dwte0, EV * EH, 44);
+        start(dwpe, dwpe0, ET * EH, 45);
+        start(dwtt, dwtt0, 2 * EH, 46);
+        bert__td_embed_backward(dwte, dwpe, dwtt, R, ids, ty, EB, ET, EH);
+        if (!withtypes)
+            printf("| types NULL: ");
+        check_fd("dwte", wte, EV * EH, dwte, dwte0, 1, em_loss, &c);
+        check_fd("dwpe", wpe, ET * EH, dwpe, dwpe0, 1, em_loss, &c);
+        check_fd("dwtt", wtt, 2 * EH, dwtt, dwtt0, 1, em_loss, &c);
+    }
 }
 
 typedef struct {
-    float *logits;
+    double *logits;
     int32_t *tg;
 } ce_ctx;
+
+enum { CN = 5, CC = 7 };
 
 static double ce_loss(void *v)
 {
     ce_ctx *c = v;
-    return bert__t_crossentropy(NULL, c->logits, c->tg, 4, 3, 1.0f);
+    return bert__td_crossentropy(NULL, c->logits, c->tg, CN, CC, 1.0);
 }
 
 static void test_crossentropy(void)
 {
-    float logits[12], d[12];
-    int32_t tg[4] = {2, -100, 0, 1};
-    fill(logits, 12, 50, 3);
+    double logits[CN * CC], d[CN * CC];
+    int32_t tg[CN] = {2, -100, 6, 0, 3}; /* row 1 is ignored */
+    filld(logits, CN * CC, 50, 3);
+    filld(d, CN * CC, 51, 1); /* dlogits is written, not accumulated */
     ce_ctx c = {logits, tg};
-    bert__t_crossentropy(d, logits, tg, 4, 3, 1.0f);
-    for (int j = 0; j < 3; j++)
-        CU_ASSERT(d[3 + j] == 0.0f);
-    check_grad("crossentropy", logits, 12, d, ce_loss, &c, 1e-3);
+    const double scale = 0.25;
+    bert__td_crossentropy(d, logits, tg, CN, CC, scale);
+    for (int j = 0; j < CC; j++)
+        CU_ASSERT(d[CC + j] == 0.0);
+    check_fd("dlogits", logits, CN * CC, d, NULL, scale, ce_loss, &c);
+}
+
+typedef struct {
+    double *x, *y, *R;
+    size_t n;
+    double p;
+} dr_ctx;
+
+static double dr_loss(void *v)
+{
+    dr_ctx *c = v;
+    memcpy(c->y, c->x, c->n * sizeof *c->y);
+    bert__td_dropout(c->y, c->n, c->p, 1, 2, 2);
+    return dotd(c->y, c->R, c->n);
 }
 
 static void test_dropout(void)
 {
-    float x[1000];
+    /* backward is the same dropout applied to the gradient */
+    enum { n = 13 };
+    double x[n], y[n], R[n], d[n];
+    filld(x, n, 60, 2);
+    filld(R, n, 61, 1);
+    memcpy(d, R, sizeof d);
+    bert__td_dropout(d, n, 0.4, 1, 2, 2);
+    dr_ctx c = {x, y, R, n, 0.4};
+    check_fd("dx", x, n, d, NULL, 1, dr_loss, &c);
+    /* the rate and the scale of kept elements */
+    double ones[1000];
     for (int i = 0; i < 1000; i++)
-        x[i] = 1.0f;
-    bert__t_dropout(x, 1000, 0.25f, 1, 2, 2);
+        ones[i] = 1.0;
+    bert__td_dropout(ones, 1000, 0.25, 1, 2, 2);
     int zeros = 0;
     for (int i = 0; i < 1000; i++) {
-        if (x[i] == 0.0f)
+        if (ones[i] == 0.0)
             zeros++;
         else
-            CU_ASSERT(fabsf(x[i] - 1.0f / 0.75f) < 1e-6f);
+            CU_ASSERT(ones[i] == 1.0 / 0.75);
     }
     CU_ASSERT(zeros > 200 && zeros < 300);
+}
+
+/* --- the float kernels against the double ones ----------------------------
+ * Same inputs (float values), forward and backward in both precisions; the
+ * difference is float rounding, measured as max |f - d| / max |d| over each
+ * output (elementwise it is meaningless where a value cancels to ~0). */
+
+#define F32_TOL 2e-6
+
+static float *tof(const double *x, size_t n)
+{
+    float *f = malloc(n * sizeof *f);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)x[i];
+    return f;
+}
+
+static double *rndd(size_t n, uint64_t seed, float sc)
+{
+    double *x = malloc(n * sizeof *x);
+    filld(x, n, seed, sc);
+    return x;
+}
+
+static void cmp32(const char *what, const float *f, const double *d, size_t n)
+{
+    double diff = 0, mag = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)f[i] - d[i]));
+        mag = fmax(mag, fabs(d[i]));
+    }
+    double e = mag > 0 ? diff / mag : diff;
+    printf("%s %.1e ", what, e);
+    if (e > g_worst_f32)
+        g_worst_f32 = e;
+    CU_ASSERT(e <= F32_TOL);
+}
+
+static void test_float_vs_double(void)
+{
+    rntm_t rn;
+    bli_rntm_init(&rn);
+    bli_rntm_set_num_threads(2, &rn);
+    /* matmul 33x65 -> 17 with bias */
+    {
+        size_t N = 33, IC = 65, OC = 17;
+        double *inp = rndd(N * IC, 70, 1), *w = rndd(OC * IC, 71, 1),
+               *b = rndd(OC, 72, 1), *g = rndd(N * OC, 73, 1);
+        double *out = calloc(N * OC, 8), *di = calloc(N * IC, 8),
+               *dw = calloc(OC * IC, 8), *db = calloc(OC, 8);
+        float *fi = tof(inp, N * IC), *fw = tof(w, OC * IC), *fb = tof(b, OC),
+              *fg = tof(g, N * OC);
+        float *fo = calloc(N * OC, 4), *fdi = calloc(N * IC, 4),
+              *fdw = calloc(OC * IC, 4), *fdb = calloc(OC, 4);
+        bert__td_matmul_forward(out, inp, w, b, N, IC, OC, &rn);
+        bert__t_matmul_forward(fo, fi, fw, fb, N, IC, OC, &rn);
+        bert__td_matmul_backward(di, dw, db, g, inp, w, N, IC, OC, &rn, 2);
+        bert__t_matmul_backward(fdi, fdw, fdb, fg, fi, fw, N, IC, OC, &rn, 2);
+        printf("\n  matmul: ");
+        cmp32("out", fo, out, N * OC);
+        cmp32("dinp", fdi, di, N * IC);
+        cmp32("dw", fdw, dw, OC * IC);
+        cmp32("dbias", fdb, db, OC);
+        free(inp); free(w); free(b); free(g); free(out); free(di); free(dw);
+        free(db); free(fi); free(fw); free(fb); free(fg); free(fo); free(fdi);
+        free(fdw); free(fdb);
+    }
+    /* LayerNorm 7x65 */
+    {
+        size_t N = 7, C = 65;
+        double *inp = rndd(N * C, 80, 2), *w = rndd(C, 81, 1),
+               *b = rndd(C, 82, 1), *g = rndd(N * C, 83, 1);
+        double *out = malloc(N * C * 8), *mean = malloc(N * 8),
+               *rstd = malloc(N * 8), *di = calloc(N * C, 8),
+               *dw = calloc(C, 8), *db = calloc(C, 8);
+        float *fi = tof(inp, N * C), *fw = tof(w, C), *fb = tof(b, C),
+              *fg = tof(g, N * C);
+        float *fo = malloc(N * C * 4), *fm = malloc(N * 4),
+              *fr = malloc(N * 4), *fdi = calloc(N * C, 4),
+              *fdw = calloc(C, 4), *fdb = calloc(C, 4);
+        bert__td_layernorm_forward(out, mean, rstd, inp, w, b, N, C, 1e-5, 2);
+        bert__t_layernorm_forward(fo, fm, fr, fi, fw, fb, N, C, 1e-5f, 2);
+        bert__td_layernorm_backward(di, dw, db, g, inp, w, mean, rstd, N, C, 2);
+        bert__t_layernorm_backward(fdi, fdw, fdb, fg, fi, fw, fm, fr, N, C, 2);
+        printf("\n  layernorm: ");
+        cmp32("out", fo, out, N * C);
+        cmp32("dinp", fdi, di, N * C);
+        cmp32("dw", fdw, dw, C);
+        cmp32("db", fdb, db, C);
+        free(inp); free(w); free(b); free(g); free(out); free(mean);
+        free(rstd); free(di); free(dw); free(db); free(fi); free(fw);
+        free(fb); free(fg); free(fo); free(fm); free(fr); free(fdi);
+        free(fdw); free(fdb);
+    }
+    /* activations over [-6, 6] */
+    for (int act = 0; act < 4; act++) {
+        size_t n = 1001;
+        double *x = rndd(n, 90 + (uint64_t)act, 6), *g = rndd(n, 94, 1);
+        double *y = malloc(n * 8), *d = calloc(n, 8);
+        float *fx = tof(x, n), *fg = tof(g, n), *fy = malloc(n * 4),
+              *fd = calloc(n, 4);
+        bert__td_act_forward(act, y, x, n, 2);
+        bert__t_act_forward(act, fy, fx, n, 2);
+        bert__td_act_backward(act, d, g, x, n, 2);
+        bert__t_act_backward(act, fd, fg, fx, n, 2);
+        printf("\n  activation %d: ", act);
+        cmp32("out", fy, y, n);
+        cmp32("dinp", fd, d, n);
+        free(x); free(g); free(y); free(d); free(fx); free(fg); free(fy);
+        free(fd);
+    }
+    /* embeddings: sums of three terms, only rounding in the last bit */
+    {
+        double wte[EV * EH], wpe[ET * EH], wtt[2 * EH], out[EB * ET * EH],
+            g[EB * ET * EH], dwte[EV * EH] = {0}, dwpe[ET * EH] = {0},
+            dwtt[2 * EH] = {0};
+        float fo[EB * ET * EH], fdwte[EV * EH] = {0}, fdwpe[ET * EH] = {0},
+            fdwtt[2 * EH] = {0};
+        int32_t ids[EB * ET] = {1, 4, 1, 0, 2, 1}, types[EB * ET] = {0, 1, 1,
+                                                                     0, 1, 0};
+        filld(wte, EV * EH, 100, 1);
+        filld(wpe, ET * EH, 101, 1);
+        filld(wtt, 2 * EH, 102, 1);
+        filld(g, EB * ET * EH, 103, 1);
+        float *fwte = tof(wte, EV * EH), *fwpe = tof(wpe, ET * EH),
+              *fwtt = tof(wtt, 2 * EH), *fg = tof(g, EB * ET * EH);
+        bert__td_embed_forward(out, ids, types, wte, wpe, wtt, EB, ET, EH);
+        bert__t_embed_forward(fo, ids, types, fwte, fwpe, fwtt, EB, ET, EH);
+        bert__td_embed_backward(dwte, dwpe, dwtt, g, ids, types, EB, ET, EH);
+        bert__t_embed_backward(fdwte, fdwpe, fdwtt, fg, ids, types, EB, ET,
+                               EH);
+        printf("\n  embeddings: ");
+        cmp32("out", fo, out, EB * ET * EH);
+        cmp32("dwte", fdwte, dwte, EV * EH);
+        cmp32("dwpe", fdwpe, dwpe, ET * EH);
+        cmp32("dwtt", fdwtt, dwtt, 2 * EH);
+        free(fwte); free(fwpe); free(fwtt); free(fg);
+    }
+    /* attention B=3, T=17, H=24, 3 heads, two padded sequences */
+    for (int withdrop = 0; withdrop < 2; withdrop++) {
+        size_t B = 3, T = 17, H = 24, NH = 3, lens[3] = {17, 9, 1};
+        size_t nq = B * T * 3 * H, no = B * T * H, na = B * NH * T * T;
+        double p = withdrop ? 0.1 : 0.0;
+        double *qkv = rndd(nq, 110, 2), *g = rndd(no, 111, 1);
+        double *out = malloc(no * 8), *att = malloc(na * 8),
+               *scr = malloc(na * 8), *dq = calloc(nq, 8);
+        float *fq = tof(qkv, nq), *fg = tof(g, no), *fo = malloc(no * 4),
+              *fa = malloc(na * 4), *fs = malloc(na * 4), *fdq = calloc(nq, 4);
+        bert__td_attention_forward(out, att, scr, qkv, lens, B, T, H, NH, p, 3,
+                                   4, 2);
+        bert__t_attention_forward(fo, fa, fs, fq, lens, B, T, H, NH, (float)p,
+                                  3, 4, 2);
+        bert__td_attention_backward(dq, scr, g, qkv, att, lens, B, T, H, NH,
+                                    p, 3, 4, 2);
+        bert__t_attention_backward(fdq, fs, fg, fq, fa, lens, B, T, H, NH,
+                                   (float)p, 3, 4, 2);
+        printf("\n  attention%s: ", withdrop ? " (dropout)" : "");
+        cmp32("out", fo, out, no);
+        cmp32("att", fa, att, na);
+        cmp32("dqkv", fdq, dq, nq);
+        free(qkv); free(g); free(out); free(att); free(scr); free(dq);
+        free(fq); free(fg); free(fo); free(fa); free(fs); free(fdq);
+    }
+    /* cross-entropy 9x31 with ignored rows */
+    {
+        size_t N = 9, C = 31;
+        int32_t tg[9] = {3, -100, 30, 0, 7, -1, 12, 12, 5};
+        double *l = rndd(N * C, 120, 4), *d = malloc(N * C * 8);
+        float *fl = tof(l, N * C), *fd = malloc(N * C * 4);
+        double loss = bert__td_crossentropy(d, l, tg, N, C, 0.5);
+        double floss = bert__t_crossentropy(fd, fl, tg, N, C, 0.5f);
+        printf("\n  cross-entropy: ");
+        double le = fabs(floss - loss) / fabs(loss);
+        printf("loss %.1e ", le);
+        g_worst_f32 = fmax(g_worst_f32, le);
+        CU_ASSERT(le <= F32_TOL);
+        cmp32("dlogits", fd, d, N * C);
+        free(l); free(d); free(fl); free(fd);
+    }
+    /* dropout: same mask, scale 1/(1-p) in each precision */
+    {
+        size_t n = 1001;
+        double *x = rndd(n, 130, 2);
+        float *fx = tof(x, n);
+        bert__td_dropout(x, n, 0.1, 5, 6, 2);
+        bert__t_dropout(fx, n, 0.1f, 5, 6, 2);
+        printf("\n  dropout: ");
+        cmp32("out", fx, x, n);
+        free(x); free(fx);
+    }
 }
 
 /* --- whole model --------------------------------------------------------- */
@@ -591,7 +860,8 @@ int main(void)
     CU_add_test(s, "attention backward", test_attention);
     CU_add_test(s, "embeddings backward", test_embeddings);
     CU_add_test(s, "cross-entropy backward", test_crossentropy);
-    CU_add_test(s, "dropout", test_dropout);
+    CU_add_test(s, "dropout backward", test_dropout);
+    CU_add_test(s, "float kernels vs double", test_float_vs_double);
     CU_add_test(s, "model gradient: sequence", test_model_grad_seq);
     CU_add_test(s, "model gradient: sequence+dropout", test_model_grad_seq_drop);
     CU_add_test(s, "model gradient: token", test_model_grad_tok);
@@ -602,8 +872,9 @@ int main(void)
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
-    printf("worst relative gradient error: kernels %.3g, whole model %.3g\n",
-           g_worst_kernel, g_worst_model);
+    printf("worst relative error: kernels (double, finite differences) "
+           "%.3g, float kernels vs double %.3g, whole model %.3g\n",
+           g_worst_kernel, g_worst_f32, g_worst_model);
     CU_cleanup_registry();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
