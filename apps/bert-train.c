@@ -1,5 +1,6 @@
 /*
- * bert-train - fine-tune or train a BERT model from the command line.
+ * bert-train - fine-tune or train a BERT or DistilBERT model from the
+ * command line.
  * See --help and docs/training.md.
  */
 #include <csv.h>
@@ -37,10 +38,12 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: bert-train (--init DIR | --config FILE --vocab DIR) --task TASK\n"
 "                  --train FILE [--dev FILE] --out DIR [options]\n"
-"Fine-tunes (--init: a Hugging Face BERT model directory) or trains from\n"
-"scratch (--config: a config.json; --vocab: a directory with vocab.txt and\n"
-"tokenizer_config.json) a BERT model, and writes a complete Hugging Face\n"
-"model directory to --out (the best dev checkpoint).\n\n"
+"Fine-tunes (--init: a Hugging Face BERT or DistilBERT model directory) or\n"
+"trains from scratch (--config: a BERT or DistilBERT config.json; --vocab: a\n"
+"directory with vocab.txt and tokenizer_config.json) a model, and writes a\n"
+"complete Hugging Face model directory of the same architecture to --out\n"
+"(the best dev checkpoint).  DistilBERT has no token types: the second text\n"
+"of a pair is told apart by its [SEP] only.\n\n"
 "Tasks and data (format from the file extension, or --format):\n"
 "  sequence  CSV with a header: text[,text_pair],label  (.csv)\n"
 "  token     CoNLL: token<TAB>tag per line, blank line between sentences\n"
@@ -994,15 +997,58 @@ static int copy_file(const char *from, const char *to)
     return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
+/* Hugging Face name of the word or position ("word", "position") embedding
+ * matrix of t's architecture, in buf. */
+static const char *embedding_name(const bert_trainer *t, const char *which,
+                                  char buf[static 96])
+{
+    snprintf(buf, 96, "%s.embeddings.%s_embeddings.weight",
+             bert_trainer_config(t)->is_distilbert ? "distilbert" : "bert",
+             which);
+    return buf;
+}
+
+/* app_write_tokenizer_config names BertTokenizer.  transformers' DistilBERT
+ * directories name DistilBertTokenizer: the same WordPiece tokenizer, but
+ * without token_type_ids among its outputs (DistilBERT's forward does not
+ * take them, so a pipeline fed by BertTokenizer fails). */
+static int set_distilbert_tokenizer_class(const char *out)
+{
+    static const char from[] = "\"tokenizer_class\": \"BertTokenizer\"";
+    const size_t m = sizeof from - 1;
+    char path[4096], *buf;
+    size_t len;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", out);
+    if (read_file(path, &buf, &len))
+        return -1;
+    char *at = NULL;
+    for (size_t i = 0; !at && i + m <= len; i++)
+        if (memcmp(buf + i, from, m) == 0)
+            at = buf + i;
+    FILE *f = at ? fopen(path, "wb") : NULL;
+    if (!f) {
+        free(buf);
+        return -1;
+    }
+    size_t head = (size_t)(at - buf), tail = head + m;
+    int ok = fwrite(buf, 1, head, f) == head &&
+             fputs("\"tokenizer_class\": \"DistilBertTokenizer\"", f) >= 0 &&
+             fwrite(buf + tail, 1, len - tail, f) == len - tail;
+    free(buf);
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
 static int write_tokenizer_files(const char *vocab_dir, const char *out,
-                                 int lowercase, size_t max_len)
+                                 int lowercase, const bert_config *cfg)
 {
     char a[4096], b[4096];
     snprintf(a, sizeof a, "%s/vocab.txt", vocab_dir);
     snprintf(b, sizeof b, "%s/vocab.txt", out);
     if (strcmp(a, b) != 0 && copy_file(a, b))
         return -1;
-    if (app_write_tokenizer_config(out, lowercase, max_len))
+    if (app_write_tokenizer_config(out, lowercase, cfg->max_position))
+        return -1;
+    if (cfg->is_distilbert && set_distilbert_tokenizer_class(out))
         return -1;
     snprintf(b, sizeof b, "%s/special_tokens_map.json", out);
     FILE *f = fopen(b, "w");
@@ -1457,8 +1503,9 @@ int main(int argc, char **argv)
     if (o.sinpos && !o.resume) {
         float *pe;
         size_t pn;
+        char name[96];
         size_t H = bert_trainer_config(t)->hidden;
-        if (bert_trainer_tensor(t, "bert.embeddings.position_embeddings.weight",
+        if (bert_trainer_tensor(t, embedding_name(t, "position", name),
                                 &pe, &pn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
             return EXIT_BADINPUT;
@@ -1472,12 +1519,13 @@ int main(int argc, char **argv)
             }
     }
     if (o.task == TASK_EMBED) {
-        /* word vectors into bert.embeddings.word_embeddings, scaled to a
-         * standard deviation of 0.05; the rest stays freshly initialised */
+        /* word vectors into the word embeddings, scaled to a standard
+         * deviation of 0.05; the rest stays freshly initialised */
         float *we;
         size_t wn;
+        char name[96];
         size_t H = bert_trainer_config(t)->hidden;
-        if (bert_trainer_tensor(t, "bert.embeddings.word_embeddings.weight",
+        if (bert_trainer_tensor(t, embedding_name(t, "word", name),
                                 &we, &wn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
             return EXIT_BADINPUT;
@@ -1499,7 +1547,7 @@ int main(int argc, char **argv)
         free(vec);
         if (bert_trainer_save(t, o.out, &err) ||
             write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                  bert_trainer_config(t)->max_position)) {
+                                  bert_trainer_config(t))) {
             fprintf(stderr, "bert-train: cannot save into %s\n", o.out);
             return EXIT_BADINPUT;
         }
@@ -1627,7 +1675,7 @@ int main(int argc, char **argv)
                 return EXIT_BADINPUT;
             }
             if (write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                      bert_trainer_config(t)->max_position)) {
+                                      bert_trainer_config(t))) {
                 fprintf(stderr, "bert-train: cannot write tokenizer files into "
                                 "%s\n", o.out);
                 return EXIT_BADINPUT;

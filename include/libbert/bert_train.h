@@ -1,7 +1,8 @@
 /*
- * libbert/bert_train.h - train BERT encoders on CPUs: fine-tune a Hugging Face
- * model directory or train one from a config.json, for sequence
- * classification, token classification or masked-language modelling.
+ * libbert/bert_train.h - train BERT and DistilBERT encoders on CPUs:
+ * fine-tune a Hugging Face model directory or train one from a config.json,
+ * for sequence classification, token classification or masked-language
+ * modelling.
  *
  *   bert_train_params p = bert_train_default_params();
  *   p.task = BERT_TRAIN_SEQUENCE; p.num_labels = 2; p.labels = names;
@@ -13,9 +14,24 @@
  *   bert_trainer_save(t, "out", &err);   // config.json + model.safetensors
  *   bert_trainer_free(t);
  *
- * Architecture: BERT (model_type "bert") with absolute positions; DistilBERT
- * is not trainable here (BERT_EUNSUPPORTED).  The trainer owns one float32
- * copy of the weights, their gradients and AdamW's two moments.
+ * Architectures: BERT (model_type "bert") with absolute positions, and
+ * DistilBERT (model_type "distilbert"), each computed as transformers does
+ * in training mode:
+ *   - DistilBERT has no token types (batch type_ids are ignored) and no
+ *     dropout after the attention output projection;
+ *   - sequence head: BERT [CLS] -> pooler dense -> tanh -> dropout
+ *     (classifier_dropout, default hidden_dropout_prob) -> classifier;
+ *     DistilBERT [CLS] -> pre_classifier -> ReLU -> dropout
+ *     (seq_classif_dropout) -> classifier;
+ *   - token head: dropout (BERT classifier_dropout, DistilBERT dropout) ->
+ *     classifier;
+ *   - MLM head: transform dense -> activation -> LayerNorm -> decoder tied
+ *     to the word embeddings (BERT cls.predictions.*, DistilBERT
+ *     vocab_transform / vocab_layer_norm / vocab_projector);
+ *   - DistilBERT with sinusoidal_pos_embds: the position embeddings are
+ *     the fixed sinusoids and are not trained.
+ * The trainer owns one float32 copy of the weights, their gradients and
+ * AdamW's two moments.
  *
  * Determinism: dropout masks and initial weights come from a counter-based
  * hash of (seed, step, layer, site, index) and every reduction runs in a
@@ -38,9 +54,10 @@ extern "C" {
 typedef struct bert_trainer bert_trainer;
 
 typedef enum {
-    BERT_TRAIN_SEQUENCE = 1, /* BertForSequenceClassification: pooler + head */
-    BERT_TRAIN_TOKEN,        /* BertForTokenClassification */
-    BERT_TRAIN_MLM           /* BertForMaskedLM (decoder tied to embeddings) */
+    BERT_TRAIN_SEQUENCE = 1, /* (Distil)BertForSequenceClassification */
+    BERT_TRAIN_TOKEN,        /* (Distil)BertForTokenClassification */
+    BERT_TRAIN_MLM           /* (Distil)BertForMaskedLM (decoder tied to the
+                                word embeddings) */
 } bert_train_task;
 
 typedef struct bert_train_params {
@@ -65,14 +82,16 @@ typedef struct bert_train_params {
 BERT_API bert_train_params bert_train_default_params(void);
 
 /* Creates a trainer.  Exactly one of init_dir (a Hugging Face model
- * directory: config.json + model.safetensors; BertModel, BertFor* and
- * BertForMaskedLM checkpoints; head tensors it lacks or whose shape differs
- * are initialised fresh, encoder tensors must all be there) or config_json
- * (a config.json path: every weight initialised from N(0,
- * initializer_range), biases 0, LayerNorm 1/0) must be non-NULL.
+ * directory: config.json + model.safetensors; BertModel, BertFor*,
+ * BertForMaskedLM, DistilBertModel, DistilBertFor* and DistilBertForMaskedLM
+ * checkpoints; head tensors it lacks or whose shape differs are initialised
+ * fresh, encoder tensors must all be there) or config_json (a config.json
+ * path: every weight initialised from N(0, initializer_range), biases 0,
+ * LayerNorm 1/0) must be non-NULL.  The architecture is the config's
+ * model_type; the task, not the config's architectures, chooses the head.
  * params NULL = defaults.  Returns BERT_OK and *out, or an error (*out NULL):
  * BERT_EINVAL (bad arguments), BERT_EMISSING / BERT_EFORMAT / BERT_ESHAPE
- * (files), BERT_EUNSUPPORTED (DistilBERT), BERT_ENOMEM. */
+ * (files), BERT_EUNSUPPORTED (a config libbert cannot run), BERT_ENOMEM. */
 BERT_API int bert_trainer_create(const char *init_dir, const char *config_json,
                                  const bert_train_params *params,
                                  bert_trainer **out, bert_error *err);
@@ -80,6 +99,7 @@ BERT_API void bert_trainer_free(bert_trainer *t);
 
 /* A padded batch: `batch` rows of `seq_len` tokens, row b real for its first
  * lengths[b] (1..seq_len) tokens; padding ids must still be valid ids.
+ * type_ids: BERT only (DistilBERT ignores them).
  * labels: sequence task [batch] class ids; token and MLM tasks
  * [batch*seq_len], a negative value = not scored (padding, [CLS], non-first
  * sub-tokens, unmasked MLM positions). */
@@ -116,7 +136,10 @@ BERT_API int bert_trainer_predict(bert_trainer *t,
                                   double *loss, bert_error *err);
 
 /* Writes dir/config.json and dir/model.safetensors (dir must exist) as
- * transformers' save_pretrained would for the task's architecture. */
+ * transformers' save_pretrained would for the task's architecture
+ * (BertFor* or DistilBertFor*, with that architecture's config keys and
+ * tensor names; the tied MLM decoder weight is not stored).  The tokenizer
+ * files are the caller's. */
 BERT_API int bert_trainer_save(const bert_trainer *t, const char *dir,
                                bert_error *err);
 
@@ -128,7 +151,8 @@ BERT_API int bert_trainer_load_state(bert_trainer *t, const char *path,
                                      bert_error *err);
 
 /* Mutable view of one parameter tensor, by its Hugging Face name (e.g.
- * "bert.embeddings.word_embeddings.weight"; Q/K/V are views into the
+ * "bert.embeddings.word_embeddings.weight",
+ * "distilbert.embeddings.word_embeddings.weight"; Q/K/V are views into the
  * trainer's fused layout and are contiguous too): *data and *n elements.
  * For initialising weights from elsewhere between updates.  BERT_EMISSING
  * when the model has no such tensor. */

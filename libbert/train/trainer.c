@@ -1,5 +1,6 @@
-/* libbert/train/trainer.c - BERT training: parameters, forward with cache,
- * backward, AdamW, schedule, save/load.  See <libbert/bert_train.h>. */
+/* libbert/train/trainer.c - BERT and DistilBERT training: parameters,
+ * forward with cache, backward, AdamW, schedule, save/load.  See
+ * <libbert/bert_train.h>. */
 #include "libbert/train/trainer.h"
 
 #include <blis.h>
@@ -92,6 +93,18 @@ static int is_layernorm_weight(int i)
     return i == P_LNEW || i == P_LN1W || i == P_LN2W || i == P_MLNW;
 }
 
+/* DistilBERT's sinusoidal_pos_embds (create_sinusoidal_embeddings):
+ * row p, column j = sin (j even) or cos (j odd) of
+ * p / 10000^(2 floor(j/2) / H). */
+static void sinusoidal_positions(float *x, size_t P, size_t H)
+{
+    for (size_t p = 0; p < P; p++)
+        for (size_t j = 0; j < H; j++) {
+            double a = (double)p / pow(10000.0, (double)(j / 2 * 2) / (double)H);
+            x[p * H + j] = (float)(j % 2 ? cos(a) : sin(a));
+        }
+}
+
 /* Fresh init of tensor i: N(0, range) for matrices/embeddings, 1 for
  * LayerNorm weights, 0 for biases (as transformers' _init_weights). */
 static void init_tensor(bert_trainer *t, int i)
@@ -100,7 +113,9 @@ static void init_tensor(bert_trainer *t, int i)
     size_t n = t->sizes[i];
     if (!x)
         return;
-    if (is_layernorm_weight(i)) {
+    if (i == P_WPE && t->freeze_wpe) {
+        sinusoidal_positions(x, t->P, t->H);
+    } else if (is_layernorm_weight(i)) {
         for (size_t k = 0; k < n; k++)
             x[k] = 1.0f;
     } else if (has_decay(i)) {
@@ -116,6 +131,57 @@ static void init_tensor(bert_trainer *t, int i)
     }
 }
 
+/* ---- architectures ------------------------------------------------------ */
+
+/* BERT and DistilBERT are the same post-LayerNorm encoder with the same
+ * parameter slots; they differ in tensor names and in a few details of the
+ * computation, all of which are listed here. */
+struct bert_t_arch {
+    const char *model_type;
+    const char *arch[3];     /* architectures[0] for SEQUENCE, TOKEN, MLM */
+    const char *prefix;      /* of encoder tensors in *For* checkpoints (a
+                                bare *Model checkpoint has none) */
+    const char *emb;         /* embeddings module */
+    const char *layer;       /* layer list, then ".<l>." */
+    const char *qkv[3], *ao, *ln1, *fc, *fc2, *ln2; /* modules in a layer */
+    const char *pool;        /* sequence head's dense layer before the
+                                classifier (pooler / pre_classifier) */
+    const char *mt, *mln;    /* MLM transform dense and LayerNorm */
+    const char *mbias;       /* MLM output bias (decoder tied to the word
+                                embeddings, so its weight is never stored) */
+    const char *mbias_alt;   /* older name of mbias, or NULL */
+    int pool_act;            /* BERT_T_ACT_*: tanh pooler / ReLU */
+    int ao_dropout;          /* dropout on the attention output projection
+                                (DistilBERT has none there) */
+};
+
+static const bert_t_arch ARCH_BERT = {
+    "bert",
+    {"BertForSequenceClassification", "BertForTokenClassification",
+     "BertForMaskedLM"},
+    "bert.", "bert.embeddings", "bert.encoder.layer",
+    {"attention.self.query", "attention.self.key", "attention.self.value"},
+    "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense", "output.dense", "output.LayerNorm",
+    "bert.pooler.dense",
+    "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+    "cls.predictions.bias", "cls.predictions.decoder.bias",
+    BERT_T_ACT_TANH, 1,
+};
+
+static const bert_t_arch ARCH_DISTILBERT = {
+    "distilbert",
+    {"DistilBertForSequenceClassification", "DistilBertForTokenClassification",
+     "DistilBertForMaskedLM"},
+    "distilbert.", "distilbert.embeddings", "distilbert.transformer.layer",
+    {"attention.q_lin", "attention.k_lin", "attention.v_lin"},
+    "attention.out_lin", "sa_layer_norm", "ffn.lin1", "ffn.lin2",
+    "output_layer_norm",
+    "pre_classifier",
+    "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", NULL,
+    BERT_T_ACT_RELU, 0,
+};
+
 /* HF names of the slices of tensor i; calls fn(name, ptr, rows, cols) for
  * each (cols 0 = 1-D). */
 typedef int (*slice_fn)(void *ctx, const char *name, float *p, size_t rows,
@@ -124,63 +190,60 @@ typedef int (*slice_fn)(void *ctx, const char *name, float *p, size_t rows,
 static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
                           void *ctx)
 {
-    char nm[160];
+    const bert_t_arch *A = t->arch;
+    char nm[192], mod[160];
     size_t H = t->H, I = t->I;
     int rc;
-#define EMIT(NAME, PTR, R, C, IDX)                                             \
+    /* one tensor, its name from a format */
+#define EMIT(PTR, R, C, IDX, ...)                                              \
     do {                                                                       \
-        if ((rc = fn(ctx, NAME, PTR, R, C, IDX)) != 0)                         \
+        snprintf(nm, sizeof nm, __VA_ARGS__);                                  \
+        if ((rc = fn(ctx, nm, PTR, R, C, IDX)) != 0)                           \
             return rc;                                                         \
     } while (0)
-    EMIT("bert.embeddings.word_embeddings.weight", pt[P_WTE], t->V, H, P_WTE);
-    EMIT("bert.embeddings.position_embeddings.weight", pt[P_WPE], t->P, H, P_WPE);
-    EMIT("bert.embeddings.token_type_embeddings.weight", pt[P_WTT], t->TV, H, P_WTT);
-    EMIT("bert.embeddings.LayerNorm.weight", pt[P_LNEW], H, 0, P_LNEW);
-    EMIT("bert.embeddings.LayerNorm.bias", pt[P_LNEB], H, 0, P_LNEB);
-    static const char *qkv[3] = {"query", "key", "value"};
+    /* MOD.weight [R, C] (C 0: a LayerNorm's [R]) and MOD.bias [R] */
+#define PAIR(MOD, W, IW, B, IB, R, C)                                          \
+    do {                                                                       \
+        EMIT(W, R, C, IW, "%s.weight", MOD);                                   \
+        EMIT(B, R, 0, IB, "%s.bias", MOD);                                     \
+    } while (0)
+    EMIT(pt[P_WTE], t->V, H, P_WTE, "%s.word_embeddings.weight", A->emb);
+    EMIT(pt[P_WPE], t->P, H, P_WPE, "%s.position_embeddings.weight", A->emb);
+    if (t->sizes[P_WTT])
+        EMIT(pt[P_WTT], t->TV, H, P_WTT, "%s.token_type_embeddings.weight",
+             A->emb);
+    snprintf(mod, sizeof mod, "%s.LayerNorm", A->emb);
+    PAIR(mod, pt[P_LNEW], P_LNEW, pt[P_LNEB], P_LNEB, H, 0);
     for (size_t l = 0; l < t->L; l++) {
-        for (int j = 0; j < 3; j++) {
-            snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.self.%s.weight", l, qkv[j]);
-            EMIT(nm, pt[P_QKVW] + (l * 3 + (size_t)j) * H * H, H, H, P_QKVW);
-            snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.self.%s.bias", l, qkv[j]);
-            EMIT(nm, pt[P_QKVB] + (l * 3 + (size_t)j) * H, H, 0, P_QKVB);
+#define LAYER_MOD(NAME) snprintf(mod, sizeof mod, "%s.%zu.%s", A->layer, l, NAME)
+        for (size_t j = 0; j < 3; j++) {
+            LAYER_MOD(A->qkv[j]);
+            PAIR(mod, pt[P_QKVW] + (l * 3 + j) * H * H, P_QKVW,
+                 pt[P_QKVB] + (l * 3 + j) * H, P_QKVB, H, H);
         }
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.dense.weight", l);
-        EMIT(nm, pt[P_AOW] + l * H * H, H, H, P_AOW);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.dense.bias", l);
-        EMIT(nm, pt[P_AOB] + l * H, H, 0, P_AOB);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.LayerNorm.weight", l);
-        EMIT(nm, pt[P_LN1W] + l * H, H, 0, P_LN1W);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.attention.output.LayerNorm.bias", l);
-        EMIT(nm, pt[P_LN1B] + l * H, H, 0, P_LN1B);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.intermediate.dense.weight", l);
-        EMIT(nm, pt[P_FCW] + l * I * H, I, H, P_FCW);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.intermediate.dense.bias", l);
-        EMIT(nm, pt[P_FCB] + l * I, I, 0, P_FCB);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.dense.weight", l);
-        EMIT(nm, pt[P_FC2W] + l * H * I, H, I, P_FC2W);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.dense.bias", l);
-        EMIT(nm, pt[P_FC2B] + l * H, H, 0, P_FC2B);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.LayerNorm.weight", l);
-        EMIT(nm, pt[P_LN2W] + l * H, H, 0, P_LN2W);
-        snprintf(nm, sizeof nm, "bert.encoder.layer.%zu.output.LayerNorm.bias", l);
-        EMIT(nm, pt[P_LN2B] + l * H, H, 0, P_LN2B);
+        LAYER_MOD(A->ao);
+        PAIR(mod, pt[P_AOW] + l * H * H, P_AOW, pt[P_AOB] + l * H, P_AOB, H, H);
+        LAYER_MOD(A->ln1);
+        PAIR(mod, pt[P_LN1W] + l * H, P_LN1W, pt[P_LN1B] + l * H, P_LN1B, H, 0);
+        LAYER_MOD(A->fc);
+        PAIR(mod, pt[P_FCW] + l * I * H, P_FCW, pt[P_FCB] + l * I, P_FCB, I, H);
+        LAYER_MOD(A->fc2);
+        PAIR(mod, pt[P_FC2W] + l * H * I, P_FC2W, pt[P_FC2B] + l * H, P_FC2B,
+             H, I);
+        LAYER_MOD(A->ln2);
+        PAIR(mod, pt[P_LN2W] + l * H, P_LN2W, pt[P_LN2B] + l * H, P_LN2B, H, 0);
+#undef LAYER_MOD
     }
-    if (pt[P_POOLW]) {
-        EMIT("bert.pooler.dense.weight", pt[P_POOLW], H, H, P_POOLW);
-        EMIT("bert.pooler.dense.bias", pt[P_POOLB], H, 0, P_POOLB);
+    if (t->sizes[P_POOLW])
+        PAIR(A->pool, pt[P_POOLW], P_POOLW, pt[P_POOLB], P_POOLB, H, H);
+    if (t->sizes[P_CLSW])
+        PAIR("classifier", pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
+    if (t->sizes[P_MTW]) {
+        PAIR(A->mt, pt[P_MTW], P_MTW, pt[P_MTB], P_MTB, H, H);
+        PAIR(A->mln, pt[P_MLNW], P_MLNW, pt[P_MLNB], P_MLNB, H, 0);
+        EMIT(pt[P_MBIAS], t->V, 0, P_MBIAS, "%s", A->mbias);
     }
-    if (pt[P_CLSW]) {
-        EMIT("classifier.weight", pt[P_CLSW], t->C, H, P_CLSW);
-        EMIT("classifier.bias", pt[P_CLSB], t->C, 0, P_CLSB);
-    }
-    if (pt[P_MTW]) {
-        EMIT("cls.predictions.transform.dense.weight", pt[P_MTW], H, H, P_MTW);
-        EMIT("cls.predictions.transform.dense.bias", pt[P_MTB], H, 0, P_MTB);
-        EMIT("cls.predictions.transform.LayerNorm.weight", pt[P_MLNW], H, 0, P_MLNW);
-        EMIT("cls.predictions.transform.LayerNorm.bias", pt[P_MLNB], H, 0, P_MLNB);
-        EMIT("cls.predictions.bias", pt[P_MBIAS], t->V, 0, P_MBIAS);
-    }
+#undef PAIR
 #undef EMIT
     return 0;
 }
@@ -189,19 +252,22 @@ static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
 
 typedef struct {
     const bert_st_file *f;
+    const bert_t_arch *arch;
     bert_error *err;
     const char *path;
 } load_ctx;
 
-static const bert_st_tensor *find_alias(const bert_st_file *f, const char *name)
+static const bert_st_tensor *find_alias(const load_ctx *c, const char *name)
 {
-    const bert_st_tensor *x = bert__st_find(f, name);
+    const bert_t_arch *A = c->arch;
+    const bert_st_tensor *x = bert__st_find(c->f, name);
     if (x)
         return x;
-    if (strncmp(name, "bert.", 5) == 0) /* BertModel checkpoints: no prefix */
-        return bert__st_find(f, name + 5);
-    if (strcmp(name, "cls.predictions.bias") == 0)
-        return bert__st_find(f, "cls.predictions.decoder.bias");
+    size_t np = strlen(A->prefix);
+    if (strncmp(name, A->prefix, np) == 0) /* *Model checkpoints: no prefix */
+        return bert__st_find(c->f, name + np);
+    if (A->mbias_alt && strcmp(name, A->mbias) == 0)
+        return bert__st_find(c->f, A->mbias_alt);
     return NULL;
 }
 
@@ -214,7 +280,7 @@ static int load_slice(void *vctx, const char *name, float *p, size_t rows,
                       size_t cols, int i)
 {
     load_ctx *c = vctx;
-    const bert_st_tensor *x = find_alias(c->f, name);
+    const bert_st_tensor *x = find_alias(c, name);
     int ok = x != NULL;
     if (ok) {
         if (cols == 0)
@@ -238,20 +304,28 @@ static int load_slice(void *vctx, const char *name, float *p, size_t rows,
 
 /* ---- create / free ----------------------------------------------------- */
 
-static float read_init_range(const char *path)
+/* Keys of config.json that bert_cfg does not keep: initializer_range (for
+ * fresh weights) and DistilBERT's qa_dropout (written back on save). */
+static void read_extra_keys(const char *path, bert_trainer *t)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    double r = 0.02;
+    double r = 0.02, qa = 0.1;
     if (root) {
         json_t *v = json_object_get(root, "initializer_range");
         if (v && json_is_number(v))
             r = json_number_value(v);
+        v = json_object_get(root, "qa_dropout");
+        if (v && json_is_number(v))
+            qa = json_number_value(v);
         json_decref(root);
     }
     if (!(r > 0 && r < 10))
         r = 0.02;
-    return (float)r;
+    if (!(qa >= 0 && qa < 1))
+        qa = 0.1;
+    t->init_range = (float)r;
+    t->qa_dropout = (float)qa;
 }
 
 int bert_trainer_create(const char *init_dir, const char *config_json,
@@ -284,14 +358,19 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         free(t);
         return rc;
     }
-    if (t->cfg.pub.is_distilbert) {
-        bert_trainer_free(t);
-        return bert__err(err, BERT_EUNSUPPORTED,
-                         "%s: DistilBERT models cannot be trained by libbert; "
-                         "use a BERT (model_type \"bert\") model", path);
-    }
-    t->init_range = read_init_range(path);
+    read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
+    t->arch = c->is_distilbert ? &ARCH_DISTILBERT : &ARCH_BERT;
+    /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
+     * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
+     * config.c reads into classifier_dropout), ...ForTokenClassification:
+     * the encoder's dropout. */
+    t->head_dropout = c->is_distilbert && t->task == BERT_TRAIN_TOKEN
+                          ? c->hidden_dropout
+                          : c->classifier_dropout;
+    /* transformers makes sinusoidal position embeddings and never trains
+     * them (requires_grad = False) */
+    t->freeze_wpe = c->is_distilbert && t->cfg.sinusoidal_pos;
     t->V = c->vocab_size;
     t->H = c->hidden;
     t->L = c->layers;
@@ -373,7 +452,7 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
             bert_trainer_free(t);
             return rc;
         }
-        load_ctx lc = {&f, err, path};
+        load_ctx lc = {&f, t->arch, err, path};
         rc = for_each_slice(t, t->pt, load_slice, &lc);
         bert__st_close(&f);
         if (rc) {
@@ -516,7 +595,10 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         if (bt->ids[i] < 0 || (size_t)bt->ids[i] >= V)
             return bert__err(err, BERT_EINVAL, "token id %d out of range",
                              (int)bt->ids[i]);
-        if (bt->type_ids && (bt->type_ids[i] < 0 || (size_t)bt->type_ids[i] >= t->TV))
+        /* DistilBERT has no token types: its type ids are ignored, as
+         * transformers' DistilBERT does not even take them */
+        if (bt->type_ids && t->sizes[P_WTT] &&
+            (bt->type_ids[i] < 0 || (size_t)bt->type_ids[i] >= t->TV))
             return bert__err(err, BERT_EINVAL, "type id %d out of range",
                              (int)bt->type_ids[i]);
     }
@@ -553,7 +635,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     int drop = train && t->p.dropout;
     float ph = drop ? cf->hidden_dropout : 0.0f;
     float pa = drop ? cf->attention_dropout : 0.0f;
-    float pc = drop ? cf->classifier_dropout : 0.0f;
+    float pao = t->arch->ao_dropout ? ph : 0.0f;
+    float pc = drop ? t->head_dropout : 0.0f;
     uint64_t seed = t->p.seed, mi = t->micro;
     void *rn = t->rntm;
     float **pt = t->pt, **gt = t->gt;
@@ -577,7 +660,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                   NH, pa, seed, stream_of(mi, l, S_ATT), nth);
         bert__t_matmul_forward(r1, atty, pt[P_AOW] + l * H * H,
                                pt[P_AOB] + l * H, N, H, H, rn);
-        bert__t_dropout(r1, N * H, ph, seed, stream_of(mi, l, S_AO), nth);
+        bert__t_dropout(r1, N * H, pao, seed, stream_of(mi, l, S_AO), nth);
         for (size_t i = 0; i < N * H; i++)
             r1[i] += x[i];
         bert__t_layernorm_forward(x1, a.m1 + l * N, a.s1 + l * N, r1,
@@ -596,7 +679,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                   eps, nth);
         x = x2;
     }
-    /* heads */
+    /* heads (sequence: [CLS] -> pooler dense + tanh for BERT, pre_classifier
+     * + ReLU for DistilBERT -> dropout -> classifier) */
     double loss = 0.0;
     size_t nvalid = 0;
     int32_t *mrow = t->ibuf, *mtgt = t->ibuf ? t->ibuf + t->ibuf_cap : NULL;
@@ -605,7 +689,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
             memcpy(a.cls + b * H, x + b * T * H, H * sizeof(float));
         bert__t_matmul_forward(a.ppre, a.cls, pt[P_POOLW], pt[P_POOLB], B, H,
                                H, rn);
-        bert__t_act_forward(BERT_T_ACT_TANH, a.pout, a.ppre, B * H, nth);
+        bert__t_act_forward(t->arch->pool_act, a.pout, a.ppre, B * H, nth);
         memcpy(a.hx, a.pout, B * H * sizeof(float));
         bert__t_dropout(a.hx, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
         bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], B, H, C,
@@ -667,7 +751,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                 pt[P_CLSW], B, H, C, rn, nth);
         bert__t_dropout(a.dh1, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
         memset(a.dh2, 0, B * H * sizeof(float));
-        bert__t_act_backward(BERT_T_ACT_TANH, a.dh2, a.dh1, a.ppre, B * H, nth);
+        bert__t_act_backward(t->arch->pool_act, a.dh2, a.dh1, a.ppre, B * H,
+                             nth);
         memset(a.dh3, 0, B * H * sizeof(float));
         bert__t_matmul_backward(a.dh3, gt[P_POOLW], gt[P_POOLB], a.dh2, a.cls,
                                 pt[P_POOLW], B, H, H, rn, nth);
@@ -720,7 +805,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                    dA, r1, pt[P_LN1W] + l * H, a.m1 + l * N,
                                    a.s1 + l * N, N, H, nth);
         memcpy(dA, dB, N * H * sizeof(float)); /* residual: d xin */
-        bert__t_dropout(dB, N * H, ph, seed, stream_of(mi, l, S_AO), nth);
+        bert__t_dropout(dB, N * H, pao, seed, stream_of(mi, l, S_AO), nth);
         memset(a.datty, 0, N * H * sizeof(float));
         bert__t_matmul_backward(a.datty, gt[P_AOW] + l * H * H,
                                 gt[P_AOB] + l * H, dB, atty,
@@ -768,6 +853,8 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
 {
     if (!t)
         return bert__err(err, BERT_EINVAL, "trainer is NULL");
+    if (t->freeze_wpe) /* not a trainable parameter: no part in the norm */
+        memset(t->gt[P_WPE], 0, t->sizes[P_WPE] * sizeof(float));
     double ss = 0.0;
     for (size_t i = 0; i < t->nparams; i++)
         ss += (double)t->grads[i] * t->grads[i];
@@ -788,7 +875,7 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
     for (int k = 0; k < P_COUNT; k++) {
         float *p = t->pt[k], *g = t->gt[k];
-        if (!p)
+        if (!p || (k == P_WPE && t->freeze_wpe))
             continue;
         size_t off = (size_t)(p - t->params), n = t->sizes[k];
         float *m = t->m + off, *v = t->v + off;
@@ -861,32 +948,47 @@ static int write_config(const bert_trainer *t, const char *path,
     json_t *o = json_object();
     if (!o)
         return bert__err(err, BERT_ENOMEM, "out of memory");
-    const char *arch = t->task == BERT_TRAIN_SEQUENCE ? "BertForSequenceClassification"
-                       : t->task == BERT_TRAIN_TOKEN ? "BertForTokenClassification"
-                                                     : "BertForMaskedLM";
+    const char *arch = t->arch->arch[t->task - BERT_TRAIN_SEQUENCE];
+    const char *act = t->act == BERT_T_ACT_GELU   ? "gelu"
+                      : t->act == BERT_T_ACT_RELU ? "relu"
+                                                  : "gelu_new";
     json_t *ar = json_array();
     json_array_append_new(ar, json_string(arch));
     json_object_set_new(o, "architectures", ar);
-    json_object_set_new(o, "attention_probs_dropout_prob", jreal(c->attention_dropout));
-    json_object_set_new(o, "classifier_dropout", json_null());
-    json_object_set_new(o, "hidden_act", json_string(
-        t->act == BERT_T_ACT_GELU ? "gelu" : t->act == BERT_T_ACT_RELU ? "relu" : "gelu_new"));
-    json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
-    json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
     json_object_set_new(o, "initializer_range", jreal(t->init_range));
-    json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
-    json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));
     json_object_set_new(o, "max_position_embeddings", json_integer((json_int_t)t->P));
-    json_object_set_new(o, "model_type", json_string("bert"));
-    json_object_set_new(o, "num_attention_heads", json_integer((json_int_t)t->NH));
-    json_object_set_new(o, "num_hidden_layers", json_integer((json_int_t)t->L));
+    json_object_set_new(o, "model_type", json_string(t->arch->model_type));
     json_object_set_new(o, "pad_token_id", json_integer(t->cfg.pad_token_id >= 0 ? t->cfg.pad_token_id : 0));
-    json_object_set_new(o, "position_embedding_type", json_string("absolute"));
     json_object_set_new(o, "torch_dtype", json_string("float32"));
     json_object_set_new(o, "transformers_version", json_string("4.46.3"));
-    json_object_set_new(o, "type_vocab_size", json_integer((json_int_t)t->TV));
-    json_object_set_new(o, "use_cache", json_true());
     json_object_set_new(o, "vocab_size", json_integer((json_int_t)t->V));
+    if (c->is_distilbert) {
+        /* DistilBertConfig's own names; LayerNorm eps is fixed (1e-12) */
+        json_object_set_new(o, "activation", json_string(act));
+        json_object_set_new(o, "attention_dropout", jreal(c->attention_dropout));
+        json_object_set_new(o, "dim", json_integer((json_int_t)t->H));
+        json_object_set_new(o, "dropout", jreal(c->hidden_dropout));
+        json_object_set_new(o, "hidden_dim", json_integer((json_int_t)t->I));
+        json_object_set_new(o, "n_heads", json_integer((json_int_t)t->NH));
+        json_object_set_new(o, "n_layers", json_integer((json_int_t)t->L));
+        json_object_set_new(o, "qa_dropout", jreal(t->qa_dropout));
+        json_object_set_new(o, "seq_classif_dropout", jreal(c->classifier_dropout));
+        json_object_set_new(o, "sinusoidal_pos_embds",
+                            json_boolean(t->cfg.sinusoidal_pos));
+    } else {
+        json_object_set_new(o, "attention_probs_dropout_prob", jreal(c->attention_dropout));
+        json_object_set_new(o, "classifier_dropout", json_null());
+        json_object_set_new(o, "hidden_act", json_string(act));
+        json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
+        json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
+        json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
+        json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));
+        json_object_set_new(o, "num_attention_heads", json_integer((json_int_t)t->NH));
+        json_object_set_new(o, "num_hidden_layers", json_integer((json_int_t)t->L));
+        json_object_set_new(o, "position_embedding_type", json_string("absolute"));
+        json_object_set_new(o, "type_vocab_size", json_integer((json_int_t)t->TV));
+        json_object_set_new(o, "use_cache", json_true());
+    }
     if (t->task != BERT_TRAIN_MLM) {
         json_t *i2l = json_object(), *l2i = json_object();
         for (size_t i = 0; i < t->C; i++) {

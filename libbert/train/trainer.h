@@ -7,7 +7,9 @@
 
 /* Parameter tensors, in the order of one contiguous allocation.  Per-layer
  * tensors are stacked [L, ...]; Q, K and V of a layer are adjacent so that
- * they form one [3H, H] matrix (and one [3H] bias). */
+ * they form one [3H, H] matrix (and one [3H] bias).  DistilBERT uses the
+ * same slots: no P_WTT (size 0), P_POOLW/B = pre_classifier, P_MTW..P_MBIAS
+ * = vocab_transform, vocab_layer_norm, vocab_projector.bias. */
 enum {
     P_WTE, P_WPE, P_WTT, P_LNEW, P_LNEB,
     P_QKVW, P_QKVB, P_AOW, P_AOB, P_LN1W, P_LN1B,
@@ -17,13 +19,21 @@ enum {
     P_COUNT
 };
 
+/* What differs between the trainable architectures (trainer.c). */
+typedef struct bert_t_arch bert_t_arch;
+
 typedef struct bert_trainer {
     bert_cfg cfg;              /* config (labels owned) */
+    const bert_t_arch *arch;   /* BERT or DistilBERT */
     bert_train_params p;
     bert_train_task task;
     size_t V, H, L, NH, I, P, TV, C;
     int act;                   /* BERT_T_ACT_* */
     float init_range;
+    float head_dropout;        /* dropout before the classifier */
+    float qa_dropout;          /* DistilBERT config key, kept for saving */
+    int freeze_wpe;            /* DistilBERT sinusoidal_pos_embds: position
+                                  embeddings are fixed, never updated */
     size_t sizes[P_COUNT];
     size_t nparams;
     float *params, *grads, *m, *v;
