@@ -41,6 +41,7 @@
 
 #include "apps/common.h"
 #include "libbert/bert_tokenizer.h"
+#include "tokenizer/tokenizer_internal.h"
 
 #define PROG "bert-vocab"
 #define DEFAULT_SPECIAL "[PAD],[UNK],[CLS],[SEP],[MASK]"
@@ -292,38 +293,10 @@ static int parse_args(int argc, char **argv, options *o)
 
 /* ---- BERT normalizer + pre-tokenizer --------------------------------- */
 
-static int is_cjk(int32_t c)
-{
-    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-static int is_punct(int32_t c)
-{
-    if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-        (c >= 123 && c <= 126))
-        return 1;
-    utf8proc_category_t k = utf8proc_category(c);
-    return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
-}
-
-static int is_ws(int32_t c)
-{
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-        return 1;
-    return utf8proc_category(c) == UTF8PROC_CATEGORY_ZS;
-}
-
-static int is_control(int32_t c)
-{
-    if (c == '\t' || c == '\n' || c == '\r')
-        return 0;
-    utf8proc_category_t k = utf8proc_category(c);
-    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF ||
-           k == UTF8PROC_CATEGORY_CO;
-}
+/* Character classes come from the tokenizer itself (Unicode 8.0 tables, as
+ * Hugging Face's BertNormalizer and pre-tokenizer see them), so a word here
+ * is exactly a word the tokenizer will later look up. */
+static unsigned cp_class(int32_t c) { return bert__cp_class((uint32_t)c); }
 
 /* ---- step 1: read and count the words ---------------------------------- */
 
@@ -421,16 +394,18 @@ static int count_line(counter *c, const char *s, size_t n)
     int rc = LINE_OK;
     for (utf8proc_ssize_t i = 0; i < len && !rc; i++) {
         int32_t cp = c->cps[i];
-        if (cp == 0 || cp == 0xFFFD || is_control(cp))
+        unsigned cls = cp_class(cp);
+        if (cls & BT_CC_DROP)
             continue;
         if (c->lowercase) {
-            if (utf8proc_category(cp) == UTF8PROC_CATEGORY_MN)
+            if (cls & BT_CC_MN)
                 continue;
             cp = utf8proc_tolower(cp);
+            cls = cp_class(cp);
         }
-        if (is_ws(cp)) {
+        if (cls & BT_CC_WS) {
             rc = end_word(c);
-        } else if (is_punct(cp) || is_cjk(cp)) {
+        } else if (cls & (BT_CC_PUNCT | BT_CC_CJK)) {
             rc = end_word(c);
             if (!rc)
                 rc = put_cp(c, cp);

@@ -176,6 +176,11 @@ i=0; : > "$tmp/iota.txt"
 while [ $i -lt 200 ]; do printf '\316\220\316\220\316\220\316\220\316\220' >> "$tmp/iota.txt"; i=$((i + 1)); done
 learn iota --lowercase --vocab-size 8 "$tmp/iota.txt"
 expect_vocab iota "$SPECIAL ι ##ι ##ιι"
+# character classes are the tokenizer's (Unicode 8.0, as HF): U+2028 LINE
+# SEPARATOR is whitespace (Rust's White_Space), so it splits "ab ab"
+printf 'ab\342\200\250ab\n' > "$tmp/ls.txt"
+learn ls --vocab-size 20 "$tmp/ls.txt"
+expect_vocab ls "$SPECIAL a b ##b ab"
 # invalid UTF-8: the line is skipped and named, the rest is learned, exit 2
 printf 'hug hug hug, pug pug\nbad \377 line\npun bun hugs\n' > "$tmp/bad.txt"
 expect_fail 2 'bad.txt:2: not valid UTF-8' invalid --out "$tmp/bad" "$tmp/bad.txt"
