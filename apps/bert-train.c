@@ -1691,10 +1691,14 @@ int main(int argc, char **argv)
             fclose(f);
         }
     }
+    /* Without a dev set the "best" epoch is the one of lowest train loss
+     * (kept as its negative, so that larger is better everywhere). */
     if (!o.quiet)
         fprintf(stderr, "bert-train: done in %.0f s (%zu examples, %zu steps); "
-                        "best dev %.4f; model in %s\n",
-                now() - tstart, seen_total, bert_trainer_steps(t), best, o.out);
+                        "%s %.4f; model in %s\n",
+                now() - tstart, seen_total, bert_trainer_steps(t),
+                dv.n ? "best dev" : "lowest train loss", dv.n ? best : -best,
+                o.out);
     free(ord);
     free(bb.ids);
     free(bb.types);
