@@ -59,7 +59,8 @@ static int load_expected(const char *dir, expected *e)
     char path[8400];
     bert_error err;
     memset(e, 0, sizeof *e);
-    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    if (snprintf(path, sizeof path, "%s/expected.safetensors", dir) >= (int)sizeof path)
+        return -1;
     if (bert__st_open(path, &e->st, &err) != BERT_OK) {
         fprintf(stderr, "%s\n", err.text);
         return -1;
@@ -171,7 +172,8 @@ static int check_tokens(const bert_model *m, const char *dir,
     const bert_tokenizer *tok = bert_model_tokenizer(m);
     char path[8400];
     size_t len;
-    snprintf(path, sizeof path, "%s/texts.txt", dir);
+    if (snprintf(path, sizeof path, "%s/texts.txt", dir) >= (int)sizeof path)
+        return -1;
     char *txt = tu_read_file(path, &len);
     if (!txt || !tok) {
         free(txt);

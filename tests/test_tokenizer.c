@@ -80,7 +80,13 @@ static int teardown(void)
 static int encode_n(const bert_tokenizer *t, const char *text, size_t n, const char *pair,
                     size_t pn, const bert_encode_params *prm, bert_error *err)
 {
-    char *a = malloc(n ? n : 1), *b = pair ? malloc(pn ? pn : 1) : NULL;
+    /* exact-size heap copies, so that ASan catches any read past the end */
+    char *a = calloc(n ? n : 1, 1), *b = pair ? calloc(pn ? pn : 1, 1) : NULL;
+    if (!a || (pair && !b)) {
+        free(a);
+        free(b);
+        return BERT_ENOMEM;
+    }
     memcpy(a, text, n);
     if (pair)
         memcpy(b, pair, pn);
