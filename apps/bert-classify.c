@@ -5,16 +5,26 @@
  * The CSV goes through libcsv's push parser (strict RFC 4180: quotes,
  * embedded newlines, CRLF or LF; a UTF-8 BOM is skipped).  Input is fed one
  * physical line at a time so every record knows the line it starts on.
- * Complete records are collected into a batch of --batch rows; the batch is
- * tokenized, run as one packed bert_session_run, and written out in input
- * order with the appended columns.  Only one batch is ever held, so memory
- * stays flat whatever the file size.
+ *
+ * Two threads share the work, double-buffered.  The reader thread parses
+ * the CSV and tokenizes every record as it completes, filling a window of
+ * --window rows.  The main thread takes a full window, sorts its rows by
+ * token count, runs them through the model in batches of --batch rows of
+ * similar length, and writes the window's rows back in input order with the
+ * appended columns; meanwhile the reader fills the other window.  At most
+ * two windows are held, so memory stays flat whatever the file size.
  *
  * Every input row gives one output row.  A row whose text cannot be
  * classified (missing column, invalid UTF-8, ...) gets an empty label and
  * the reason in the `error` column.  A malformed CSV (a stray quote, or a
  * quoted field still open at end of file) stops the run with exit code 2
  * after every complete row before it has been written.
+ *
+ * Only the main thread writes to the output and to stderr and uses the
+ * session; the reader only fills the window it holds and tells the main
+ * thread what to report (row errors, the message that stops the run) through
+ * it.  A window changes hands under the handoff mutex, which orders the
+ * reader's writes before the main thread's reads and back.
  */
 #include "apps/common.h"
 
@@ -22,6 +32,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libbert/bert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +44,13 @@
 
 #define PROG "bert-classify"
 #define MAX_ERRORS_SHOWN 20
+#define WINDOW_BATCHES 8    /* default --window, in batches */
+#define MAX_ROWS (1u << 20) /* cap of --batch and --window */
+
+/* Where a row's error arose: the one-batch-at-a-time tool reported, per
+ * batch, the input errors first and then the model's; report_errors keeps
+ * that order. */
+enum { ERR_NONE = 0, ERR_INPUT, ERR_MODEL };
 
 /* One CSV record: its fields back to back in buf. */
 typedef struct row {
@@ -42,46 +60,91 @@ typedef struct row {
     size_t nf, fcap;
     long line;              /* physical line the record starts on */
     long long rowno;        /* 1-based data row */
-    int ok;                 /* classified */
-    size_t res;             /* index of its result in the batch */
-    size_t tok_off, tok_n;  /* its tokens in the batch buffers */
+    int ok;                 /* tokenized (then classified) */
+    int err_stage;          /* ERR_* */
+    size_t tok_off, tok_n;  /* its tokens in the window's buffers */
     char err[320];
 } row;
+
+/* Up to --window consecutive rows, tokenized by the reader. */
+typedef struct window {
+    row *rows;              /* [window]; rows[0..nrows) are complete */
+    size_t nrows;
+    int32_t *ids, *tids;    /* the tokens of the ok rows, back to back */
+    size_t ntok, ids_cap, tids_cap;
+    long long consumed;     /* input bytes read when it was handed over */
+    int last;               /* no window follows */
+    int fatal;              /* exit status to stop with after writing it */
+    char *msg;              /* what to print on stderr after writing it */
+    size_t msg_len, msg_cap;
+} window;
+
+/* Who holds which window: full[i] means the main thread does. */
+typedef struct handoff {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int full[2];
+} handoff;
+
+struct app;
+
+/* The reader thread's state.  header, header_ok, width and crlf are set
+ * before the first window is handed over and never change after, so the
+ * main thread may read them once it holds a window. */
+typedef struct reader {
+    const struct app *a;    /* options, tokenizer: read-only */
+    FILE *in;
+    char *buf;              /* read block */
+    long long consumed;
+    struct csv_parser p;
+    int csv_ready;          /* csv_init succeeded: csv_free needed */
+    long line, pending_line;
+    row header;
+    int header_done, header_ok, have_first, crlf;
+    size_t width;
+    long col, pcol;         /* 0-based, -1 none */
+    long long nrecords;
+    int fatal;              /* stop parsing: the window says why */
+    bert_encoding *enc;
+    window *win;            /* the app's two windows */
+    handoff *h;
+    window *w;              /* the window being filled, win + cur */
+    int cur;
+} reader;
+
+/* A row of a window by token count, for the length sort. */
+typedef struct by_len {
+    size_t n, i;
+} by_len;
 
 typedef struct app {
     /* options */
     const char *model_dir, *col_spec, *pcol_spec, *out_path, *in_path;
     int all_scores, jsonl, no_header, threads;
-    size_t top_k, batch;
-    /* input */
-    FILE *in, *out;
+    size_t top_k, batch, window;
+    /* input (opened by the main thread, then the reader's) */
     const char *fname;
     long long in_size;      /* bytes, -1 unknown */
-    long long consumed;
-    struct csv_parser p;
-    long line, pending_line;
-    /* records */
-    row header;
-    int header_done, have_first, crlf;
-    size_t width;
-    long col, pcol;         /* 0-based, -1 none */
-    row *rows;
-    size_t nrows;
-    long long nrecords, nerrors;
-    int fatal;              /* exit code to stop with, 0 = fine */
-    int csv_ready;          /* csv_init succeeded: csv_free needed */
+    /* the two windows and the reader */
+    window win[2];
+    handoff h;
+    int h_ready;            /* mutex and condition initialised */
+    reader rd;
+    pthread_t rd_thread;
+    /* output (main thread) */
+    FILE *out;
+    long long nwritten, nerrors, ndone, consumed;
     /* model */
     bert_model *m;
     bert_session *s;
     const bert_tokenizer *tok;
-    bert_encoding *enc;
     size_t C, maxlen;
     bert_function fn;
-    int32_t *ids, *tids;
-    size_t ids_cap, tids_cap;
-    bert_input *inputs;
-    float *logits, *scores;
-    size_t *order;
+    bert_input *inputs;     /* [batch] */
+    float *logits;          /* [batch][C] */
+    float *scores;          /* [window][C], by row of the window */
+    by_len *ord;            /* [window] */
+    size_t *order;          /* [C], labels by score */
     /* progress */
     int progress;
     double t0, last_draw;
@@ -121,6 +184,7 @@ static void row_reset(row *r)
     r->len = 0;
     r->nf = 0;
     r->ok = 0;
+    r->err_stage = ERR_NONE;
     r->err[0] = '\0';
 }
 
@@ -144,6 +208,40 @@ static void row_free(row *r)
     free(r->buf);
     free(r->foff);
     free(r->flen);
+}
+
+/* Sets r's error message (stage ERR_INPUT or ERR_MODEL); reported later by
+ * the main thread, in row order. */
+static void row_fail(row *r, int stage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    r->ok = 0;
+    r->err_stage = stage;
+}
+
+/* Appends to the message the main thread prints after writing w. */
+static void window_vmsg(window *w, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    grow_to(&w->msg, &w->msg_cap, w->msg_len + (size_t)n + 1, 1);
+    vsnprintf(w->msg + w->msg_len, (size_t)n + 1, fmt, ap);
+    w->msg_len += (size_t)n;
+}
+
+static void window_msg(window *w, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    window_vmsg(w, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -182,8 +280,9 @@ static void write_header(app *a)
         return;
     if (a->jsonl)
         return; /* jsonl keys come from the header; nothing to write */
-    for (size_t j = 0; j < a->header.nf; j++) {
-        put_field(f, a->header.buf + a->header.foff[j], a->header.flen[j]);
+    const row *hd = &a->rd.header;
+    for (size_t j = 0; j < hd->nf; j++) {
+        put_field(f, hd->buf + hd->foff[j], hd->flen[j]);
         putc(',', f);
     }
     fputs("label,score", f);
@@ -200,7 +299,7 @@ static void write_header(app *a)
             free(h);
         }
     fputs(",error", f);
-    fputs(a->crlf ? "\r\n" : "\n", f);
+    fputs(a->rd.crlf ? "\r\n" : "\n", f);
 }
 
 /* Labels by decreasing score, ties in label order (a stable sort). */
@@ -216,17 +315,17 @@ static void rank(app *a, const float *sc)
     }
 }
 
-static void write_row_csv(app *a, const row *r)
+/* r with its scores sc (ignored unless r->ok). */
+static void write_row_csv(app *a, const row *r, const float *sc)
 {
     FILE *f = a->out;
-    size_t nf = r->nf > a->width ? r->nf : a->width;
+    size_t nf = r->nf > a->rd.width ? r->nf : a->rd.width;
     for (size_t j = 0; j < nf; j++) {
         if (j < r->nf)
             put_field(f, r->buf + r->foff[j], r->flen[j]);
         putc(',', f);
     }
     if (r->ok) {
-        const float *sc = a->scores + r->res * a->C;
         rank(a, sc);
         put_str(f, label_name(a, a->order[0]));
         putc(',', f);
@@ -253,10 +352,10 @@ static void write_row_csv(app *a, const row *r)
         putc(',', f);
         put_str(f, r->err);
     }
-    fputs(a->crlf ? "\r\n" : "\n", f);
+    fputs(a->rd.crlf ? "\r\n" : "\n", f);
 }
 
-static void write_row_jsonl(app *a, const row *r)
+static void write_row_jsonl(app *a, const row *r, const float *sc)
 {
     FILE *f = a->out;
     putc('{', f);
@@ -272,9 +371,9 @@ static void write_row_jsonl(app *a, const row *r)
         for (size_t j = 0; j < r->nf; j++) {
             if (j)
                 putc(',', f);
-            if (j < a->header.nf) {
-                app_json_string(f, a->header.buf + a->header.foff[j],
-                                a->header.flen[j]);
+            const row *h = &a->rd.header;
+            if (j < h->nf) {
+                app_json_string(f, h->buf + h->foff[j], h->flen[j]);
             } else {
                 char k[32];
                 snprintf(k, sizeof k, "%zu", j + 1);
@@ -287,7 +386,6 @@ static void write_row_jsonl(app *a, const row *r)
     if (r->nf || a->no_header)
         putc(',', f);
     if (r->ok) {
-        const float *sc = a->scores + r->res * a->C;
         rank(a, sc);
         const char *l = label_name(a, a->order[0]);
         fputs("\"label\":", f);
@@ -322,7 +420,7 @@ static void write_row_jsonl(app *a, const row *r)
     }
 }
 
-/* ---- progress ------------------------------------------------------------ */
+/* ---- progress (main thread) --------------------------------------------- */
 
 static void draw_progress(app *a, int final)
 {
@@ -330,12 +428,12 @@ static void draw_progress(app *a, int final)
     if (!a->progress || (!final && t - a->last_draw < 0.2))
         return;
     a->last_draw = t;
-    double el = t - a->t0, rate = el > 0 ? (double)a->nrecords / el : 0;
+    double el = t - a->t0, rate = el > 0 ? (double)a->ndone / el : 0;
     if (final) {
         fputs("\r\033[K", stderr);
         return;
     }
-    fprintf(stderr, "\r\033[K%lld rows  %.0f rows/s", a->nrecords, rate);
+    fprintf(stderr, "\r\033[K%lld rows  %.0f rows/s", a->ndone, rate);
     if (a->in_size > 0 && a->consumed > 0) {
         double frac = (double)a->consumed / (double)a->in_size;
         if (frac > 1)
@@ -347,15 +445,311 @@ static void draw_progress(app *a, int final)
     fflush(stderr);
 }
 
-/* ---- classification ------------------------------------------------------ */
+/* ---- handoff ------------------------------------------------------------ */
 
-static void row_error(app *a, row *r, const char *fmt, ...)
+/* Gives window k to the other thread: to_main 1 from the reader (full),
+ * 0 from the main thread (done with it). */
+static void handoff_put(handoff *h, int k, int to_main)
+{
+    pthread_mutex_lock(&h->mu);
+    h->full[k] = to_main;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Waits until window k is the caller's: full for the main thread
+ * (for_main 1), empty for the reader. */
+static void handoff_wait(handoff *h, int k, int for_main)
+{
+    pthread_mutex_lock(&h->mu);
+    while (h->full[k] != for_main)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- reader thread: parse and tokenize ---------------------------------- */
+
+static const char *col_name(const reader *rd, long col, char *buf, size_t cap)
+{
+    if (!rd->a->no_header && (size_t)col < rd->header.nf) {
+        snprintf(buf, cap, "'%.*s'", (int)(rd->header.flen[col] > 60
+                                               ? 60 : rd->header.flen[col]),
+                 rd->header.buf + rd->header.foff[col]);
+    } else {
+        snprintf(buf, cap, "%ld", col + 1);
+    }
+    return buf;
+}
+
+/* Tokenizes row r into w's token buffers; on failure records why in r. */
+static void tokenize(reader *rd, window *w, row *r)
+{
+    const app *a = rd->a;
+    char cn[80];
+    if ((size_t)rd->col >= r->nf) {
+        row_fail(r, ERR_INPUT, "no column %s (the row has %zu field%s)",
+                 col_name(rd, rd->col, cn, sizeof cn), r->nf,
+                 r->nf == 1 ? "" : "s");
+        return;
+    }
+    if (rd->pcol >= 0 && (size_t)rd->pcol >= r->nf) {
+        row_fail(r, ERR_INPUT, "no pair column %s (the row has %zu field%s)",
+                 col_name(rd, rd->pcol, cn, sizeof cn), r->nf,
+                 r->nf == 1 ? "" : "s");
+        return;
+    }
+    const char *text = r->buf + r->foff[rd->col];
+    size_t tlen = r->flen[rd->col];
+    const char *pair = rd->pcol >= 0 ? r->buf + r->foff[rd->pcol] : NULL;
+    size_t plen = rd->pcol >= 0 ? r->flen[rd->pcol] : 0;
+    size_t v = app_utf8_valid(text, tlen);
+    if (v != tlen) {
+        row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
+                 col_name(rd, rd->col, cn, sizeof cn), v);
+        return;
+    }
+    if (pair && (v = app_utf8_valid(pair, plen)) != plen) {
+        row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
+                 col_name(rd, rd->pcol, cn, sizeof cn), v);
+        return;
+    }
+    bert_encode_params ep = bert_encode_default_params();
+    ep.max_length = a->maxlen;
+    bert_error err;
+    int rc = bert_tokenizer_encode(a->tok, text, tlen, pair, plen, &ep,
+                                   rd->enc, &err);
+    if (rc) {
+        row_fail(r, ERR_INPUT, "%s",
+                 err.text[0] ? err.text : bert_strerror(rc));
+        return;
+    }
+    size_t n = rd->enc->n;
+    grow_to(&w->ids, &w->ids_cap, w->ntok + n, sizeof(int32_t));
+    grow_to(&w->tids, &w->tids_cap, w->ntok + n, sizeof(int32_t));
+    memcpy(w->ids + w->ntok, rd->enc->ids, n * sizeof(int32_t));
+    memcpy(w->tids + w->ntok, rd->enc->type_ids, n * sizeof(int32_t));
+    r->tok_off = w->ntok;
+    r->tok_n = n;
+    w->ntok += n;
+    r->ok = 1;
+}
+
+/* Starts filling window k (the reader holds it). */
+static void window_begin(reader *rd, int k)
+{
+    window *w = &rd->win[k];
+    for (size_t i = 0; i < rd->a->window; i++)
+        row_reset(&w->rows[i]);
+    w->nrows = 0;
+    w->ntok = 0;
+    w->last = 0;
+    w->fatal = 0;
+    w->msg_len = 0;
+    if (w->msg)
+        w->msg[0] = '\0';
+    rd->w = w;
+    rd->cur = k;
+}
+
+/* Hands the window being filled to the main thread; unless it is the last,
+ * waits for the other one and starts filling it. */
+static void window_pass(reader *rd, int last)
+{
+    rd->w->consumed = rd->consumed;
+    rd->w->last = last;
+    handoff_put(rd->h, rd->cur, 1);
+    if (last)
+        return;
+    handoff_wait(rd->h, rd->cur ^ 1, 0);
+    window_begin(rd, rd->cur ^ 1);
+}
+
+static row *current(reader *rd)
+{
+    if (!rd->a->no_header && !rd->header_done)
+        return &rd->header;
+    return &rd->w->rows[rd->w->nrows];
+}
+
+static void on_field(void *s, size_t n, void *data)
+{
+    reader *rd = data;
+    if (rd->fatal)
+        return;
+    row *r = current(rd);
+    if (r->nf == 0)
+        r->line = rd->pending_line;
+    row_add(r, s, n);
+}
+
+/* Resolves NAME or a 1-based number against the header h (NULL: none); -1
+ * if neither. */
+static long resolve(const row *h, const char *spec)
+{
+    for (size_t j = 0; h && j < h->nf; j++)
+        if (h->flen[j] == strlen(spec) &&
+            memcmp(h->buf + h->foff[j], spec, h->flen[j]) == 0)
+            return (long)j;
+    char *end;
+    errno = 0;
+    long v = strtol(spec, &end, 10);
+    if (*spec && !*end && !errno && v >= 1)
+        return v - 1;
+    return -1;
+}
+
+static void on_record(int c, void *data)
+{
+    reader *rd = data;
+    const app *a = rd->a;
+    if (rd->fatal)
+        return;
+    row *r = current(rd);
+    if (!rd->have_first) {
+        rd->have_first = 1;
+        rd->width = r->nf;
+        rd->crlf = c == '\r';
+    }
+    if (!a->no_header && !rd->header_done) {
+        rd->header_done = 1;
+        rd->col = resolve(&rd->header, a->col_spec);
+        rd->pcol = a->pcol_spec ? resolve(&rd->header, a->pcol_spec) : -1;
+        const char *bad = rd->col < 0 ? a->col_spec
+                          : (a->pcol_spec && rd->pcol < 0) ? a->pcol_spec
+                                                           : NULL;
+        if (bad) {
+            window_msg(rd->w, PROG ": %s: line %ld: the header has no "
+                       "column '%s' (columns:", a->fname, r->line, bad);
+            for (size_t j = 0; j < rd->header.nf; j++)
+                window_msg(rd->w, "%s '%.*s'", j ? "," : "",
+                           (int)rd->header.flen[j],
+                           rd->header.buf + rd->header.foff[j]);
+            window_msg(rd->w, ")\n");
+            rd->w->fatal = rd->fatal = EXIT_BADINPUT;
+            return;
+        }
+        rd->header_ok = 1;
+        return;
+    }
+    r->rowno = ++rd->nrecords;
+    tokenize(rd, rd->w, r);
+    if (++rd->w->nrows == a->window)
+        window_pass(rd, 0);
+}
+
+static int no_space(unsigned char c)
+{
+    (void)c;
+    return 0;
+}
+
+/* Stops the run after the rows read so far: the main thread writes them,
+ * then prints the message. */
+static void reader_stop(reader *rd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    window_vmsg(rd->w, fmt, ap);
     va_end(ap);
-    r->ok = 0;
+    rd->w->fatal = rd->fatal = EXIT_BADINPUT;
+}
+
+/* The reader thread: parses the whole input, one physical line per
+ * csv_parse call, and hands over the last window (with the reason to stop,
+ * if any). */
+static void *reader_main(void *arg)
+{
+    reader *rd = arg;
+    const app *a = rd->a;
+    size_t n;
+    int first = 1;
+    rd->line = 1;
+    rd->pending_line = 1;
+    while (!rd->fatal && (n = fread(rd->buf, 1, 1 << 16, rd->in)) > 0) {
+        const char *buf = rd->buf;
+        size_t i = 0;
+        rd->consumed += (long long)n;
+        if (first) {
+            first = 0;
+            if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+                i = 3;
+        }
+        while (i < n && !rd->fatal) {
+            const char *nl = memchr(buf + i, '\n', n - i);
+            size_t end = nl ? (size_t)(nl - buf) + 1 : n;
+            if (rd->p.pstate == 0)
+                rd->pending_line = rd->line;
+            if (csv_parse(&rd->p, buf + i, end - i, on_field, on_record,
+                          rd) != end - i) {
+                reader_stop(rd, PROG ": %s: line %ld: malformed CSV (%s); "
+                            "stopping after %lld rows\n", a->fname, rd->line,
+                            csv_strerror(csv_error(&rd->p)), rd->nrecords);
+                break;
+            }
+            if (nl)
+                rd->line++;
+            i = end;
+        }
+    }
+    if (!rd->fatal && ferror(rd->in))
+        reader_stop(rd, PROG ": %s: read error: %s\n", a->fname,
+                    strerror(errno));
+    if (!rd->fatal && csv_fini(&rd->p, on_field, on_record, rd) != 0)
+        reader_stop(rd, PROG ": %s: line %ld: unterminated quoted field "
+                    "(still open at end of file); stopping after %lld rows\n",
+                    a->fname, rd->pending_line, rd->nrecords);
+    window_pass(rd, 1);
+    return NULL;
+}
+
+/* ---- main thread: classify and write ------------------------------------ */
+
+static int cmp_len(const void *x, const void *y)
+{
+    const by_len *p = x, *q = y;
+    if (p->n != q->n)
+        return p->n < q->n ? -1 : 1;
+    return p->i < q->i ? -1 : p->i > q->i;
+}
+
+static int cmp_index(const void *x, const void *y)
+{
+    const by_len *p = x, *q = y;
+    return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* Runs rows b[0..nb) of window w as one packed batch; their scores go to
+ * a->scores by row of the window. */
+static void run_batch(app *a, window *w, by_len *b, size_t nb)
+{
+    /* Packed in input order: the same rows then make the same packed input
+     * whatever the window, so --window equal to --batch runs exactly the
+     * batches of a tool without sorting. */
+    qsort(b, nb, sizeof *b, cmp_index);
+    for (size_t k = 0; k < nb; k++) {
+        const row *r = &w->rows[b[k].i];
+        a->inputs[k].ids = w->ids + r->tok_off;
+        a->inputs[k].type_ids = w->tids + r->tok_off;
+        a->inputs[k].n = r->tok_n;
+    }
+    bert_outputs o = {a->logits, NULL, NULL};
+    if (bert_session_run(a->s, a->inputs, nb, &o) != 0) {
+        /* find the culprit: run the rows one at a time */
+        for (size_t k = 0; k < nb; k++) {
+            bert_outputs o1 = {a->logits + k * a->C, NULL, NULL};
+            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0)
+                row_fail(&w->rows[b[k].i], ERR_MODEL, "model run failed: %s",
+                         bert_session_errmsg(a->s));
+        }
+    }
+    for (size_t k = 0; k < nb; k++)
+        if (w->rows[b[k].i].ok)
+            bert_apply_function(a->m, a->fn, a->logits + k * a->C,
+                                a->scores + b[k].i * a->C);
+}
+
+static void report_error(app *a, const row *r)
+{
     a->nerrors++;
     if (a->nerrors <= MAX_ERRORS_SHOWN) {
         draw_progress(a, 1);
@@ -367,124 +761,59 @@ static void row_error(app *a, row *r, const char *fmt, ...)
     }
 }
 
-static const char *col_name(const app *a, long col, char *buf, size_t cap)
+/* Reports the row errors of w in the order the tool without windows did:
+ * for each run of --batch input rows (counted from the first row), the
+ * input errors, then the model's. */
+static void report_errors(app *a, const window *w)
 {
-    if (!a->no_header && (size_t)col < a->header.nf) {
-        snprintf(buf, cap, "'%.*s'", (int)(a->header.flen[col] > 60
-                                               ? 60 : a->header.flen[col]),
-                 a->header.buf + a->header.foff[col]);
-    } else {
-        snprintf(buf, cap, "%ld", col + 1);
+    size_t i0 = 0;
+    while (i0 < w->nrows) {
+        long long chunk = (w->rows[i0].rowno - 1) / (long long)a->batch;
+        size_t i1 = i0;
+        while (i1 < w->nrows &&
+               (w->rows[i1].rowno - 1) / (long long)a->batch == chunk)
+            i1++;
+        for (int stage = ERR_INPUT; stage <= ERR_MODEL; stage++)
+            for (size_t i = i0; i < i1; i++)
+                if (w->rows[i].err_stage == stage)
+                    report_error(a, &w->rows[i]);
+        i0 = i1;
     }
-    return buf;
 }
 
-/* Tokenizes row r into the batch buffers; 0 on success. */
-static int prepare(app *a, row *r)
+/* Classifies window w in batches of rows of similar length and writes its
+ * rows in input order. */
+static void process_window(app *a, window *w)
 {
-    char cn[80];
-    if ((size_t)a->col >= r->nf) {
-        row_error(a, r, "no column %s (the row has %zu field%s)",
-                  col_name(a, a->col, cn, sizeof cn), r->nf,
-                  r->nf == 1 ? "" : "s");
-        return -1;
-    }
-    if (a->pcol >= 0 && (size_t)a->pcol >= r->nf) {
-        row_error(a, r, "no pair column %s (the row has %zu field%s)",
-                  col_name(a, a->pcol, cn, sizeof cn), r->nf,
-                  r->nf == 1 ? "" : "s");
-        return -1;
-    }
-    const char *text = r->buf + r->foff[a->col];
-    size_t tlen = r->flen[a->col];
-    const char *pair = a->pcol >= 0 ? r->buf + r->foff[a->pcol] : NULL;
-    size_t plen = a->pcol >= 0 ? r->flen[a->pcol] : 0;
-    size_t v = app_utf8_valid(text, tlen);
-    if (v != tlen) {
-        row_error(a, r, "invalid UTF-8 in column %s at byte %zu",
-                  col_name(a, a->col, cn, sizeof cn), v);
-        return -1;
-    }
-    if (pair && (v = app_utf8_valid(pair, plen)) != plen) {
-        row_error(a, r, "invalid UTF-8 in column %s at byte %zu",
-                  col_name(a, a->pcol, cn, sizeof cn), v);
-        return -1;
-    }
-    bert_encode_params ep = bert_encode_default_params();
-    ep.max_length = a->maxlen;
-    bert_error err;
-    int rc = bert_tokenizer_encode(a->tok, text, tlen, pair, plen, &ep,
-                                   a->enc, &err);
-    if (rc) {
-        row_error(a, r, "%s", err.text[0] ? err.text : bert_strerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
-static void copy_tokens(app *a, row *r, size_t *total)
-{
-    size_t n = a->enc->n;
-    grow_to(&a->ids, &a->ids_cap, *total + n, sizeof(int32_t));
-    grow_to(&a->tids, &a->tids_cap, *total + n, sizeof(int32_t));
-    memcpy(a->ids + *total, a->enc->ids, n * sizeof(int32_t));
-    memcpy(a->tids + *total, a->enc->type_ids, n * sizeof(int32_t));
-    r->tok_off = *total;
-    r->tok_n = n;
-    *total += n;
-}
-
-static void process_batch(app *a)
-{
-    size_t total = 0, nvalid = 0;
-    for (size_t i = 0; i < a->nrows; i++) {
-        row *r = &a->rows[i];
-        if (prepare(a, r) == 0) {
-            copy_tokens(a, r, &total);
-            r->res = nvalid++;
-            r->ok = 1;
+    a->consumed = w->consumed;
+    size_t nvalid = 0;
+    for (size_t i = 0; i < w->nrows; i++)
+        if (w->rows[i].ok) {
+            a->ord[nvalid].n = w->rows[i].tok_n;
+            a->ord[nvalid].i = i;
+            nvalid++;
         }
+    /* Shortest first, ties in input order, so the run is deterministic.
+     * The encoder packs each batch without padding, so sorting saves no
+     * padding; it keeps each batch's sequences of similar length. */
+    qsort(a->ord, nvalid, sizeof *a->ord, cmp_len);
+    for (size_t b0 = 0; b0 < nvalid; b0 += a->batch) {
+        size_t nb = nvalid - b0 < a->batch ? nvalid - b0 : a->batch;
+        run_batch(a, w, a->ord + b0, nb);
+        a->ndone += (long long)nb;
+        draw_progress(a, 0);
     }
-    if (nvalid) {
-        size_t k = 0;
-        for (size_t i = 0; i < a->nrows; i++) {
-            row *r = &a->rows[i];
-            if (!r->ok)
-                continue;
-            a->inputs[k].ids = a->ids + r->tok_off;
-            a->inputs[k].type_ids = a->tids + r->tok_off;
-            a->inputs[k].n = r->tok_n;
-            k++;
-        }
-        bert_outputs o = {a->logits, NULL, NULL};
-        int rc = bert_session_run(a->s, a->inputs, nvalid, &o);
-        if (rc) {
-            /* find the culprit: run the rows one at a time */
-            for (size_t i = 0; i < a->nrows; i++) {
-                row *r = &a->rows[i];
-                if (!r->ok)
-                    continue;
-                bert_outputs o1 = {a->logits + r->res * a->C, NULL, NULL};
-                if ((rc = bert_session_run(a->s, &a->inputs[r->res], 1, &o1)))
-                    row_error(a, r, "model run failed: %s",
-                              bert_session_errmsg(a->s));
-            }
-        }
-        for (size_t i = 0; i < a->nrows; i++) {
-            row *r = &a->rows[i];
-            if (r->ok)
-                bert_apply_function(a->m, a->fn, a->logits + r->res * a->C,
-                                    a->scores + r->res * a->C);
-        }
-    }
-    for (size_t i = 0; i < a->nrows; i++) {
+    report_errors(a, w);
+    for (size_t i = 0; i < w->nrows; i++) {
+        const row *r = &w->rows[i];
+        const float *sc = a->scores + i * a->C;
         if (a->jsonl)
-            write_row_jsonl(a, &a->rows[i]);
+            write_row_jsonl(a, r, sc);
         else
-            write_row_csv(a, &a->rows[i]);
-        row_reset(&a->rows[i]);
+            write_row_csv(a, r, sc);
     }
-    a->nrows = 0;
+    a->nwritten += (long long)w->nrows;
+    a->ndone = a->nwritten;
     if (ferror(a->out)) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
                 a->out_path ? a->out_path : "<stdout>", strerror(errno));
@@ -493,88 +822,33 @@ static void process_batch(app *a)
     draw_progress(a, 0);
 }
 
-/* ---- CSV callbacks ------------------------------------------------------- */
-
-static row *current(app *a)
+/* Takes the windows from the reader until the last; returns the exit status
+ * the input calls for. */
+static int classify_stream(app *a)
 {
-    if (!a->no_header && !a->header_done)
-        return &a->header;
-    return &a->rows[a->nrows];
-}
-
-static void on_field(void *s, size_t n, void *data)
-{
-    app *a = data;
-    if (a->fatal)
-        return;
-    row *r = current(a);
-    if (r->nf == 0)
-        r->line = a->pending_line;
-    row_add(r, s, n);
-}
-
-/* Resolves NAME or a 1-based number against the header; -1 if neither. */
-static long resolve(const app *a, const char *spec)
-{
-    if (!a->no_header)
-        for (size_t j = 0; j < a->header.nf; j++)
-            if (a->header.flen[j] == strlen(spec) &&
-                memcmp(a->header.buf + a->header.foff[j], spec,
-                       a->header.flen[j]) == 0)
-                return (long)j;
-    char *end;
-    errno = 0;
-    long v = strtol(spec, &end, 10);
-    if (*spec && !*end && !errno && v >= 1)
-        return v - 1;
-    return -1;
-}
-
-static void on_record(int c, void *data)
-{
-    app *a = data;
-    if (a->fatal)
-        return;
-    row *r = current(a);
-    if (!a->have_first) {
-        a->have_first = 1;
-        a->width = r->nf;
-        a->crlf = c == '\r';
-    }
-    if (!a->no_header && !a->header_done) {
-        a->header_done = 1;
-        a->col = resolve(a, a->col_spec);
-        a->pcol = a->pcol_spec ? resolve(a, a->pcol_spec) : -1;
-        const char *bad = a->col < 0 ? a->col_spec
-                          : (a->pcol_spec && a->pcol < 0) ? a->pcol_spec
-                                                          : NULL;
-        if (bad) {
-            fprintf(stderr, PROG ": %s: line %ld: the header has no column "
-                    "'%s' (columns:", a->fname, r->line, bad);
-            for (size_t j = 0; j < a->header.nf; j++)
-                fprintf(stderr, "%s '%.*s'", j ? "," : "",
-                        (int)a->header.flen[j],
-                        a->header.buf + a->header.foff[j]);
-            fprintf(stderr, ")\n");
-            a->fatal = EXIT_BADINPUT;
-            return;
+    int k = 0, first = 1, status;
+    for (;;) {
+        window *w = &a->win[k];
+        handoff_wait(&a->h, k, 1);
+        /* the header was read (or found wanting) before any row */
+        if (first && a->rd.header_ok)
+            write_header(a);
+        first = 0;
+        if (w->nrows)
+            process_window(a, w);
+        status = w->fatal;
+        if (w->msg_len) {
+            draw_progress(a, 1);
+            fputs(w->msg, stderr);
         }
-        write_header(a);
-        return;
+        if (w->last)
+            return status;
+        handoff_put(&a->h, k, 0);
+        k ^= 1;
     }
-    r->rowno = ++a->nrecords;
-    a->nrows++;
-    if (a->nrows == a->batch)
-        process_batch(a);
 }
 
-static int no_space(unsigned char c)
-{
-    (void)c;
-    return 0;
-}
-
-/* ---- main ---------------------------------------------------------------- */
+/* ---- main --------------------------------------------------------------- */
 
 static void usage(FILE *f)
 {
@@ -591,6 +865,8 @@ static void usage(FILE *f)
 "  -k, --top-k K          also write label_2, score_2 ... label_K, score_K\n"
 "  -f, --format csv|jsonl output format (default csv)\n"
 "  -b, --batch N          rows per model run (default 32)\n"
+"  -w, --window N         rows read ahead and sorted by length into batches\n"
+"                         (at least --batch; default 8 batches)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
 "  -H, --no-header        the first row is data; columns are numbers\n"
 "  -h, --help             this help\n"
@@ -626,8 +902,9 @@ static long parse_num(const char *opt, const char *v, long min)
     return n;
 }
 
-/* Loads the model, opens the files and streams the CSV; every early
- * return leaves the resources in *a for app_cleanup(). */
+/* Loads the model, opens the files, starts the reader thread and classifies
+ * what it reads; every early return leaves the resources in *a for
+ * app_cleanup(). */
 static int run(app *a)
 {
     /* model */
@@ -648,32 +925,40 @@ static int run(app *a)
         a->top_k = a->C;
     if (!(a->s = app_session(PROG, a->m, a->model_dir, a->threads)))
         return EXIT_BADINPUT;
-    a->enc = bert_encoding_create();
-    a->rows = calloc(a->batch, sizeof *a->rows);
+    reader *rd = &a->rd;
+    rd->a = a;
+    rd->win = a->win;
+    rd->h = &a->h;
+    rd->enc = bert_encoding_create();
+    rd->buf = malloc(1 << 16);
+    a->win[0].rows = calloc(a->window, sizeof(row));
+    a->win[1].rows = calloc(a->window, sizeof(row));
     a->inputs = calloc(a->batch, sizeof *a->inputs);
     a->logits = calloc(a->batch * a->C, sizeof *a->logits);
-    a->scores = calloc(a->batch * a->C, sizeof *a->scores);
+    a->scores = calloc(a->window * a->C, sizeof *a->scores);
+    a->ord = calloc(a->window, sizeof *a->ord);
     a->order = calloc(a->C, sizeof *a->order);
-    if (!a->enc || !a->rows || !a->inputs || !a->logits || !a->scores ||
-        !a->order) {
+    if (!rd->enc || !rd->buf || !a->win[0].rows || !a->win[1].rows ||
+        !a->inputs || !a->logits || !a->scores ||
+        !a->ord || !a->order) {
         fprintf(stderr, PROG ": out of memory\n");
         return EXIT_BADINPUT;
     }
 
     /* files */
     if (strcmp(a->in_path, "-") == 0) {
-        a->in = stdin;
+        rd->in = stdin;
         a->fname = "<stdin>";
     } else {
-        a->in = fopen(a->in_path, "rb");
+        rd->in = fopen(a->in_path, "rb");
         a->fname = a->in_path;
-        if (!a->in) {
+        if (!rd->in) {
             fprintf(stderr, PROG ": %s: %s\n", a->in_path, strerror(errno));
             return EXIT_BADINPUT;
         }
     }
     struct stat st;
-    a->in_size = fstat(fileno(a->in), &st) == 0 && S_ISREG(st.st_mode)
+    a->in_size = fstat(fileno(rd->in), &st) == 0 && S_ISREG(st.st_mode)
                      ? (long long)st.st_size : -1;
     if (a->out_path) {
         a->out = fopen(a->out_path, "wb");
@@ -689,67 +974,30 @@ static int run(app *a)
     a->progress = isatty(STDERR_FILENO);
     a->t0 = now();
 
-    /* parse, one physical line per csv_parse call */
-    if (csv_init(&a->p, CSV_STRICT | CSV_STRICT_FINI)) {
+    /* the reader starts with window 0; the main thread waits for it */
+    if (csv_init(&rd->p, CSV_STRICT | CSV_STRICT_FINI)) {
         fprintf(stderr, PROG ": out of memory\n");
         return EXIT_BADINPUT;
     }
-    csv_set_space_func(&a->p, no_space); /* spaces belong to the field */
-    static char buf[1 << 16];
-    size_t n;
-    int first = 1, status = EXIT_OK;
-    a->csv_ready = 1;
-    a->line = 1;
-    a->pending_line = 1;
-    while (!a->fatal && (n = fread(buf, 1, sizeof buf, a->in)) > 0) {
-        size_t i = 0;
-        a->consumed += (long long)n;
-        if (first) {
-            first = 0;
-            if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
-                i = 3;
-        }
-        while (i < n && !a->fatal) {
-            const char *nl = memchr(buf + i, '\n', n - i);
-            size_t end = nl ? (size_t)(nl - buf) + 1 : n;
-            if (a->p.pstate == 0)
-                a->pending_line = a->line;
-            if (csv_parse(&a->p, buf + i, end - i, on_field, on_record, a) !=
-                end - i) {
-                if (a->nrows)
-                    process_batch(a);
-                draw_progress(a, 1);
-                fprintf(stderr, PROG ": %s: line %ld: malformed CSV (%s); "
-                        "stopping after %lld rows\n", a->fname, a->line,
-                        csv_strerror(csv_error(&a->p)), a->nrecords);
-                a->fatal = EXIT_BADINPUT;
-                break;
-            }
-            if (nl)
-                a->line++;
-            i = end;
-        }
+    rd->csv_ready = 1;
+    csv_set_space_func(&rd->p, no_space); /* spaces belong to the field */
+    int e = pthread_mutex_init(&a->h.mu, NULL);
+    if (e == 0 && (e = pthread_cond_init(&a->h.cv, NULL)) != 0)
+        pthread_mutex_destroy(&a->h.mu);
+    a->h_ready = e == 0;
+    window_begin(rd, 0);
+    if (e == 0)
+        e = pthread_create(&a->rd_thread, NULL, reader_main, rd);
+    if (e != 0) {
+        fprintf(stderr, PROG ": cannot start the reader thread: %s\n",
+                strerror(e));
+        return EXIT_BADINPUT;
     }
-    if (!a->fatal && ferror(a->in)) {
-        fprintf(stderr, PROG ": %s: read error: %s\n", a->fname,
-                strerror(errno));
-        a->fatal = EXIT_BADINPUT;
-    }
-    if (!a->fatal) {
-        if (csv_fini(&a->p, on_field, on_record, a) != 0) {
-            if (a->nrows)
-                process_batch(a);
-            draw_progress(a, 1);
-            fprintf(stderr, PROG ": %s: line %ld: unterminated quoted field "
-                    "(still open at end of file); stopping after %lld rows\n",
-                    a->fname, a->pending_line, a->nrecords);
-            a->fatal = EXIT_BADINPUT;
-        } else if (a->nrows) {
-            process_batch(a);
-        }
-    }
-    status = a->fatal;
-    if (!a->fatal && !a->no_header && !a->header_done)
+
+    int status = classify_stream(a);
+    pthread_join(a->rd_thread, NULL);
+
+    if (!status && !a->no_header && !rd->header_done)
         fprintf(stderr, PROG ": %s: empty input (no header row)\n", a->fname);
     if (fflush(a->out) != 0 || (a->out != stdout && fclose(a->out) != 0)) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
@@ -759,30 +1007,41 @@ static int run(app *a)
     draw_progress(a, 1);
     double el = now() - a->t0;
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
-            "(%.0f rows/s)\n", a->fname, a->nrecords, a->nerrors, el,
-            el > 0 ? (double)a->nrecords / el : 0.0);
-
+            "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
+            el > 0 ? (double)a->nwritten / el : 0.0);
     return status;
 }
 
-/* Frees whatever run() acquired, however far it got. */
+/* Frees whatever run() acquired, however far it got (the reader thread has
+ * ended: run() joins it before returning, or never started it). */
 static void app_cleanup(app *a)
 {
-    if (a->csv_ready)
-        csv_free(&a->p);
-    if (a->in && a->in != stdin)
-        fclose(a->in);
-    for (size_t i = 0; a->rows && i < a->batch; i++)
-        row_free(&a->rows[i]);
-    row_free(&a->header);
-    free(a->rows);
+    reader *rd = &a->rd;
+    if (rd->csv_ready)
+        csv_free(&rd->p);
+    if (rd->in && rd->in != stdin)
+        fclose(rd->in);
+    for (int k = 0; k < 2; k++) {
+        window *w = &a->win[k];
+        for (size_t i = 0; w->rows && i < a->window; i++)
+            row_free(&w->rows[i]);
+        free(w->rows);
+        free(w->ids);
+        free(w->tids);
+        free(w->msg);
+    }
+    if (a->h_ready) {
+        pthread_cond_destroy(&a->h.cv);
+        pthread_mutex_destroy(&a->h.mu);
+    }
+    row_free(&rd->header);
+    free(rd->buf);
+    bert_encoding_free(rd->enc);
     free(a->inputs);
     free(a->logits);
     free(a->scores);
+    free(a->ord);
     free(a->order);
-    free(a->ids);
-    free(a->tids);
-    bert_encoding_free(a->enc);
     bert_session_free(a->s);
     bert_model_free(a->m);
 }
@@ -798,6 +1057,7 @@ int main(int argc, char **argv)
         {"top-k", required_argument, NULL, 'k'},
         {"format", required_argument, NULL, 'f'},
         {"batch", required_argument, NULL, 'b'},
+        {"window", required_argument, NULL, 'w'},
         {"threads", required_argument, NULL, 't'},
         {"no-header", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
@@ -809,9 +1069,9 @@ int main(int argc, char **argv)
     a->batch = 32;
     a->top_k = 1;
     a->threads = 1;
-    a->pcol = -1;
+    a->rd.pcol = -1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:t:HhV", longopts,
+    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:w:t:HhV", longopts,
                               NULL)) != -1) {
         switch (opt) {
         case 'm': a->model_dir = optarg; break;
@@ -821,6 +1081,7 @@ int main(int argc, char **argv)
         case 'a': a->all_scores = 1; break;
         case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
         case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
+        case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
         case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
         case 'H': a->no_header = 1; break;
         case 'f':
@@ -854,12 +1115,24 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     a->in_path = optind < argc ? argv[optind] : "-";
-    if (a->batch > 1u << 20)
-        a->batch = 1u << 20;
+    if (a->batch > MAX_ROWS)
+        a->batch = MAX_ROWS;
+    if (a->window == 0)
+        a->window = a->batch <= MAX_ROWS / WINDOW_BATCHES
+                        ? a->batch * WINDOW_BATCHES : MAX_ROWS;
+    if (a->window < a->batch) {
+        /* a window holds whole batches: a smaller one would silently cap
+         * --batch */
+        fprintf(stderr, PROG ": --window (%zu) must be at least --batch "
+                "(%zu)\n", a->window, a->batch);
+        return EXIT_USAGE;
+    }
+    if (a->window > MAX_ROWS)
+        a->window = MAX_ROWS;
     if (a->no_header) {
-        a->col = resolve(a, a->col_spec);
-        a->pcol = a->pcol_spec ? resolve(a, a->pcol_spec) : -1;
-        if (a->col < 0 || (a->pcol_spec && a->pcol < 0)) {
+        a->rd.col = resolve(NULL, a->col_spec);
+        a->rd.pcol = a->pcol_spec ? resolve(NULL, a->pcol_spec) : -1;
+        if (a->rd.col < 0 || (a->pcol_spec && a->rd.pcol < 0)) {
             fprintf(stderr, PROG ": with --no-header, columns are numbers "
                     "from 1\n");
             return EXIT_USAGE;

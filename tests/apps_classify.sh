@@ -2,13 +2,21 @@
 # bert-classify end to end.
 #  1. Labels and scores equal bert-infer's on the sequence-classification
 #     fixtures (texts.txt turned into a CSV with a text and a pair column):
-#     with the same --batch (1, 3, 32) bit for bit; across batch sizes the
-#     engine's sums may differ in the last float bits, so there the labels
-#     must be equal and the scores within 1e-6.
+#     with the same batches (--batch 1, 3, 32 with --window equal to
+#     --batch, so batches of consecutive rows as bert-infer's) bit for bit;
+#     in other batches (other sizes, or length-sorted ones) the engine's sums
+#     may differ in the last float bits, so there the labels must be equal
+#     and the scores within 1e-6.
 #  2. Crafted CSVs (tests/data/classify_*.csv): quotes, embedded newlines,
 #     CRLF, BOM, empty text, invalid UTF-8, a missing column, a truncated
 #     final quote, a stray quote: row counts, order, values, messages and
 #     exit codes.
+#  3. Length-sorted windows (--window): on a generated CSV of texts from 0
+#     to 89 words with bad rows in between, every window and batch size
+#     gives the rows in input order with the same fields, errors and
+#     messages as batches of consecutive rows, labels equal and scores
+#     within 1e-6; a malformed CSV after several windows; with the bundled
+#     model (on AVX-512 CPUs) the output is the same bit for bit.
 . "$(dirname "$0")/lib.sh"
 CLS=$top_builddir/apps/bert-classify
 INFER=$top_builddir/apps/bert-infer
@@ -44,15 +52,21 @@ for m in bert-seq-uncased distilbert-seq-uncased bert-seq-multilingual; do
     n_want=$(wc -l < "$tmp/$m.want")
     [ "$n_want" -gt 0 ] || die "$m: no bert-infer output"
     for b in 1 3 32; do
-        "$CLS" --model "$FIX/$m" --column text --pair-column pair --batch $b \
+        "$CLS" --model "$FIX/$m" --column text --pair-column pair --batch $b --window $b \
             "$tmp/$m.csv" > "$tmp/$m.$b.csv" 2> "$tmp/$m.$b.err" ||
             { die "$m --batch $b: exit $?: $(cat "$tmp/$m.$b.err")"; continue; }
         classify_ls < "$tmp/$m.$b.csv" > "$tmp/$m.$b.got"
         "$INFER" --model "$FIX/$m" --batch $b < "$FIX/$m/texts.txt" | infer_label_prob , > "$tmp/$m.$b.want"
         cmp -s "$tmp/$m.$b.want" "$tmp/$m.$b.got" ||
-            die "$m --batch $b: labels/scores differ from bert-infer --batch $b: $(diff "$tmp/$m.$b.want" "$tmp/$m.$b.got" | head -5)"
+            die "$m --batch $b --window $b: labels/scores differ from bert-infer --batch $b: $(diff "$tmp/$m.$b.want" "$tmp/$m.$b.got" | head -5)"
         same_ls "$tmp/$m.want" "$tmp/$m.$b.got" ||
             die "$m --batch $b: labels differ from bert-infer's default batch, or scores by more than 1e-6"
+        # the default window: length-sorted batches
+        "$CLS" --model "$FIX/$m" --column text --pair-column pair --batch $b \
+            "$tmp/$m.csv" 2> "$tmp/$m.$b.err" | classify_ls > "$tmp/$m.$b.sorted" ||
+            die "$m --batch $b (sorted): exit $?: $(cat "$tmp/$m.$b.err")"
+        same_ls "$tmp/$m.want" "$tmp/$m.$b.sorted" ||
+            die "$m --batch $b (sorted): labels differ from bert-infer's, or scores by more than 1e-6"
     done
 done
 
@@ -145,6 +159,15 @@ head -1 "$tmp/j" | grep -q '^{"id":"1","text":"good row","label":"POSITIVE"' || 
 # usage and model errors
 "$CLS" --model "$M" "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "no --column: exit status"
 "$CLS" --model "$M" --column text --batch 0 "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "--batch 0: exit status"
+for w in 0 -3 x '' 8x; do
+    "$CLS" --model "$M" --column text --window "$w" "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; st=$?
+    [ $st = 1 ] || die "--window '$w': exit $st, expected 1"
+    grep -q -- '--window needs a number >= 1' "$tmp/e" || die "--window '$w': message: $(cat "$tmp/e")"
+done
+# a window holds whole batches
+"$CLS" --model "$M" --column text --batch 16 --window 8 "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; st=$?
+[ $st = 1 ] || die "--window 8 --batch 16: exit $st, expected 1"
+grep -q -- '--window (8) must be at least --batch (16)' "$tmp/e" || die "--window < --batch: message: $(cat "$tmp/e")"
 "$CLS" --model "$M" --column nosuch "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; [ $? = 2 ] || die "unknown column: exit status"
 grep -q "no column 'nosuch'" "$tmp/e" || die "unknown column: message: $(cat "$tmp/e")"
 "$CLS" --model "$tmp/nomodel" --column text "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; [ $? = 2 ] || die "missing model: exit status"
@@ -153,6 +176,124 @@ grep -q nomodel "$tmp/e" || die "missing model: message should name it"
 "$CLS" --model "$FIX/bert-token-cased" --column text "$DATA/classify_basic.csv" > /dev/null 2>&1; [ $? = 2 ] ||
     die "token model: exit status"
 "$CLS" --help | grep -q Examples || die "--help"
+"$CLS" --help | grep -q -- --window || die "--help: no --window"
 "$CLS" --version | grep -q libbert || die "--version"
+
+# ---- 3. length-sorted windows ------------------------------------------------
+# gen_rows N MIN: the header id,text,note and rows 1..N whose texts have
+# MIN..MIN+89 words (the fixture truncates the longest to 128 tokens); every
+# 5th text holds a newline and quotes, every 7th ends in an invalid UTF-8
+# byte, every 11th row has only its id.  No rand(): the same file from any
+# awk.
+gen_rows() {
+    LC_ALL=C awk -v n="$1" -v min="$2" 'BEGIN {
+        nw = split("the movie was great and the acting felt warm but the plot dragged a little too long for me", w, " ")
+        print "id,text,note"
+        for (i = 1; i <= n; i++) {
+            if (i % 11 == 0) { print i; continue }
+            len = min + (i * 37) % 90; s = ""
+            for (j = 0; j < len; j++) s = s (j ? " " : "") w[(i * 7 + j * 3) % nw + 1]
+            if (i % 7 == 0) s = s " \377"
+            if (i % 5 == 0) s = s "\nsecond line, \"quoted\""
+            gsub(/"/, "\"\"", s)
+            printf "%d,\"%s\",n%d\n", i, s, i
+        }
+    }'
+}
+# fields but label and score; label,score
+not_ls() { "$TOOL" tsv | cut -f1-3,6; }
+ls_of() { "$TOOL" tsv | tail -n +2 | awk -F '\t' '{ print $4 "," $5 }'; }
+# stderr without the timing of the summary line
+no_time() { sed 's/, [0-9.]* s ([0-9]* rows\/s)$//' "$1"; }
+
+gen_rows 150 0 > "$tmp/win.csv"
+# the reference: --window equal to --batch, so batches of consecutive rows
+"$CLS" --model "$M" --column text --batch 4 --window 4 "$tmp/win.csv" > "$tmp/win.ref" 2> "$tmp/win.ref.err" ||
+    die "windows: reference run: exit $?"
+"$TOOL" tsv < "$tmp/win.ref" > "$tmp/win.ref.tsv" || die "windows: output is not valid CSV"
+[ "$(tail -n +2 "$tmp/win.ref.tsv" | cut -f1 | tr '\n' ' ')" = "$(seq 1 150 | tr '\n' ' ')" ] ||
+    die "windows: rows out of order"
+# 13 rows without text, 20 with invalid UTF-8 (77 is both): the errors in
+# their rows, good rows labelled
+tail -n +2 "$tmp/win.ref.tsv" | awk -F '\t' '{
+    want = $1 % 11 == 0 ? "no column" : $1 % 7 == 0 ? "invalid UTF-8" : ""
+    if (want == "" ? ($6 != "" || $4 == "") : (index($6, want) != 1 || $4 != "")) { print; bad = 1 } }
+    END { exit bad }' || die "windows: errors in the wrong rows"
+[ "$(grep -c ': row [0-9]* (line [0-9]*): ' "$tmp/win.ref.err")" = 20 ] || die "windows: 20 errors should be shown"
+grep ': row ' "$tmp/win.ref.err" | sed 's/.*: row \([0-9]*\) .*/\1/' | sort -n -c ||
+    die "windows: errors not reported in row order"
+grep -q 'more rows with errors; not shown' "$tmp/win.ref.err" || die "windows: no 'more rows' line"
+grep -q '150 rows, 33 with errors' "$tmp/win.ref.err" || die "windows: summary: $(tail -1 "$tmp/win.ref.err")"
+not_ls < "$tmp/win.ref" > "$tmp/win.ref.f"
+ls_of < "$tmp/win.ref" > "$tmp/win.ref.ls"
+no_time "$tmp/win.ref.err" > "$tmp/win.ref.e"
+for o in "--batch 4" "--batch 4 --window 13" "--batch 4 --window 1000" "--batch 1" "--batch 32" \
+         "--batch 32 --window 33" "--batch 3 --window 7 --threads 2"; do
+    # shellcheck disable=SC2086
+    "$CLS" --model "$M" --column text $o - < "$tmp/win.csv" > "$tmp/win.out" 2> "$tmp/win.err" ||
+        { die "windows $o: exit $?"; continue; }
+    not_ls < "$tmp/win.out" | cmp -s - "$tmp/win.ref.f" ||
+        die "windows $o: rows, fields or errors differ from consecutive batches"
+    ls_of < "$tmp/win.out" > "$tmp/win.ls"
+    same_ls "$tmp/win.ref.ls" "$tmp/win.ls" || die "windows $o: labels differ, or scores by more than 1e-6"
+    no_time "$tmp/win.err" | sed 's/<stdin>/'"$(printf '%s' "$tmp/win.csv" | sed 's/[\/&]/\\&/g')"'/' |
+        cmp -s - "$tmp/win.ref.e" || die "windows $o: messages differ: $(cat "$tmp/win.err")"
+done
+# jsonl and --no-header keep the order too
+"$CLS" --model "$M" --column text --batch 4 --window 13 --format jsonl "$tmp/win.csv" 2>/dev/null |
+    sed 's/"score":[^,}]*//g' > "$tmp/win.j1"
+"$CLS" --model "$M" --column text --batch 4 --window 4 --format jsonl "$tmp/win.csv" 2>/dev/null |
+    sed 's/"score":[^,}]*//g' > "$tmp/win.j2"
+[ "$(wc -l < "$tmp/win.j1")" = 150 ] && cmp -s "$tmp/win.j1" "$tmp/win.j2" || die "windows: jsonl differs"
+tail -n +2 "$tmp/win.csv" > "$tmp/win_nh.csv"
+"$CLS" --model "$M" --no-header --column 2 --batch 4 --window 9 "$tmp/win_nh.csv" 2>/dev/null | not_ls > "$tmp/win_nh.f"
+tail -n +2 "$tmp/win.ref.f" | sed "s/column 'text'/column 2/" | cmp -s - "$tmp/win_nh.f" ||
+    die "windows: --no-header rows differ"
+
+# a malformed CSV after several windows: every row before it written, as
+# without it, then exit 2 naming the line
+lines=$(wc -l < "$tmp/win.csv")
+{ cat "$tmp/win.csv"; printf '151,bad"quote,x\n152,after,x\n'; } > "$tmp/win_stray.csv"
+{ cat "$tmp/win.csv"; printf '151,"never closed\n152,x\n'; } > "$tmp/win_trunc.csv"
+"$CLS" --model "$M" --column text --batch 4 --window 16 "$tmp/win.csv" > "$tmp/win16" 2>/dev/null
+"$CLS" --model "$M" --column text --batch 4 --window 16 "$tmp/win_stray.csv" > "$tmp/win_stray.out" 2> "$tmp/e"; st=$?
+[ $st = 2 ] || die "windows, stray quote: exit $st"
+cmp -s "$tmp/win16" "$tmp/win_stray.out" || die "windows, stray quote: the 150 rows before it differ"
+grep -q "line $((lines + 1)): malformed CSV .*stopping after 150 rows" "$tmp/e" || die "windows, stray quote: message: $(cat "$tmp/e")"
+"$CLS" --model "$M" --column text --batch 4 --window 16 "$tmp/win_trunc.csv" > "$tmp/win_trunc.out" 2> "$tmp/e"; st=$?
+[ $st = 2 ] || die "windows, unterminated quote: exit $st"
+cmp -s "$tmp/win16" "$tmp/win_trunc.out" || die "windows, unterminated quote: the 150 rows before it differ"
+grep -q "line $((lines + 1)): unterminated quoted field" "$tmp/e" || die "windows, unterminated quote: message: $(cat "$tmp/e")"
+
+# The bundled model: a text's scores do not depend on the rows it is batched
+# with as long as every product stays on the same BLIS kernels (with AVX-512:
+# 40 or more tokens and fewer than 40 rows per batch; texts of 10 words or
+# more ensure it here), so sorting changes nothing, bit for bit.  (The
+# number of threads may: the attention of a long text is split differently,
+# so each thread count has its own reference.)
+S=$top_srcdir/data/sentiment
+if [ -f "$S/config.json" ]; then
+    gen_rows 200 10 > "$tmp/big.csv"
+    for t in 1 2; do
+        "$CLS" --model "$S" --column text --threads $t --window 32 "$tmp/big.csv" > "$tmp/big.ref" 2>/dev/null ||
+            die "bundled --threads $t: exit $?"
+        ls_of < "$tmp/big.ref" > "$tmp/big.ref.ls"
+        for o in "" "--window 100" "--window 1000"; do
+            # shellcheck disable=SC2086
+            "$CLS" --model "$S" --column text --threads $t $o "$tmp/big.csv" > "$tmp/big.out" 2>/dev/null ||
+                die "bundled --threads $t $o: exit $?"
+            if grep -q avx512f /proc/cpuinfo 2>/dev/null; then
+                cmp -s "$tmp/big.out" "$tmp/big.ref" ||
+                    die "bundled --threads $t $o: output differs from consecutive batches"
+            else
+                ls_of < "$tmp/big.out" > "$tmp/big.ls"
+                same_ls "$tmp/big.ref.ls" "$tmp/big.ls" ||
+                    die "bundled --threads $t $o: labels differ, or scores by more than 1e-6"
+            fi
+        done
+    done
+else
+    echo "note: data/sentiment absent, bit-identity check skipped"
+fi
 
 exit $fail
