@@ -19,25 +19,9 @@
 #include "libbert/safetensors.h"
 #include "libbert/train/ops.h"
 #include "libbert/train/trainer.h"
+#include "tests/trainutil.h"
 
-static char g_tmp[256];
 static double g_worst_model = 0, g_fixture_diff = -1, g_reload_diff = -1;
-
-static float frand(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((*s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-
-/* Relative error between analytic and numeric gradients.  The numeric one
- * comes from a float32 forward whose loss carries noise of ~1e-6, i.e.
- * ~3e-4 in a difference quotient at this step: below |a|+|n| = 3e-2 the
- * error is measured against 3e-2 (an absolute tolerance of ~1e-3). */
-static double relerr(double a, double n)
-{
-    double d = fabs(a - n), m = fabs(a) + fabs(n);
-    return d / (m < 3e-2 ? 3e-2 : m);
-}
 
 /* A tiny DistilBERT config.json with odd sizes (dim 9 = 3 heads of 3,
  * hidden_dim 7, vocab 13, 9 positions); `drop` for dropout and
@@ -46,25 +30,24 @@ static double relerr(double a, double n)
 static const char *write_tiny_config(const char *name, const char *act,
                                      float drop, int sinusoidal)
 {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s.json", g_tmp, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return NULL;
-    fprintf(f,
-            "{\"architectures\":[\"DistilBertForMaskedLM\"],"
-            "\"model_type\":\"distilbert\",\"vocab_size\":13,\"dim\":9,"
-            "\"n_layers\":2,\"n_heads\":3,\"hidden_dim\":7,"
-            "\"activation\":\"%s\",\"max_position_embeddings\":9,"
-            "\"dropout\":%g,\"attention_dropout\":%g,"
-            "\"seq_classif_dropout\":%g,\"sinusoidal_pos_embds\":%s,"
-            "\"initializer_range\":0.5,\"pad_token_id\":0}",
-            act, drop, drop, 1.5 * drop, sinusoidal ? "true" : "false");
-    fclose(f);
-    return path;
+    return tr_write_config(
+        name,
+        "{\"architectures\":[\"DistilBertForMaskedLM\"],"
+        "\"model_type\":\"distilbert\",\"vocab_size\":13,\"dim\":9,"
+        "\"n_layers\":2,\"n_heads\":3,\"hidden_dim\":7,"
+        "\"activation\":\"%s\",\"max_position_embeddings\":9,"
+        "\"dropout\":%g,\"attention_dropout\":%g,"
+        "\"seq_classif_dropout\":%g,\"sinusoidal_pos_embds\":%s,"
+        "\"initializer_range\":0.5,\"pad_token_id\":0}",
+        act, drop, drop, 1.5 * drop, sinusoidal ? "true" : "false");
 }
 
 /* --- whole-model gradient check ----------------------------------------- */
+
+static void no_token_types(const bert_trainer *t)
+{
+    CU_ASSERT_EQUAL(t->sizes[P_WTT], 0);
+}
 
 /* The gradient of every parameter with a non-zero one (and of every 7th of
  * the rest) against a fourth-order central difference
@@ -76,68 +59,15 @@ static const char *write_tiny_config(const char *name, const char *act,
  * smooth ones (the ReLU kernel is checked in tests/test_train). */
 static void model_gradcheck(bert_train_task task, const char *act, float drop)
 {
-    const char *cfg = write_tiny_config("grad", act, drop, 0);
-    bert_train_params p = bert_train_default_params();
-    p.task = task;
-    p.num_labels = 3;
-    p.seed = 5;
-    bert_trainer *t = NULL;
-    bert_error err;
-    int rc = bert_trainer_create(NULL, cfg, &p, &t, &err);
-    if (rc)
-        printf("\n  %s\n", err.text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    CU_ASSERT_EQUAL(t->sizes[P_WTT], 0); /* no token types */
-    /* perturb LayerNorm/bias so that every tensor has generic values */
-    for (size_t i = 0; i < t->nparams; i++)
-        t->params[i] += 0.1f * (float)sin((double)i * 1.7);
-    size_t B = 2, T = 5;
-    int32_t ids[10] = {2, 5, 7, 11, 3, 2, 9, 4, 0, 0};
     /* type ids are ignored by DistilBERT (even out-of-range ones) */
-    int32_t types[10] = {0, 0, 0, 1, 7, 0, 0, 1, 0, 0};
-    size_t lens[2] = {5, 3};
-    int32_t lab_seq[2] = {2, 0};
-    int32_t lab_tok[10] = {-100, 1, 2, 0, -100, -100, 2, 1, -100, -100};
-    int32_t lab_mlm[10] = {-100, 4, -100, 12, -100, -100, 1, 9, -100, -100};
-    bert_train_batch bt = {B, T, ids, types, lens,
-                           task == BERT_TRAIN_SEQUENCE ? lab_seq
-                           : task == BERT_TRAIN_TOKEN  ? lab_tok
-                                                       : lab_mlm};
-    uint64_t micro = t->micro;
-    double loss;
-    rc = bert__t_run(t, &bt, 1, 1, 1.0f, NULL, &loss, &err);
-    if (rc)
-        printf("\n  %s\n", err.text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    double worst = 0;
-    size_t checked = 0;
-    for (size_t i = 0; i < t->nparams; i++) {
-        if (t->grads[i] == 0.0f && (i % 7) != 0)
-            continue; /* many zero rows (unused embeddings); sample them */
-        static const float at[4] = {2, 1, -1, -2};
-        const float h = 2.5e-3f;
-        float old = t->params[i];
-        double l[4];
-        for (int k = 0; k < 4; k++) {
-            t->params[i] = old + at[k] * h;
-            t->micro = micro; /* the same dropout masks */
-            bert__t_run(t, &bt, 1, 0, 1.0f, NULL, &l[k], &err);
-        }
-        t->params[i] = old;
-        double num = (8.0 * (l[1] - l[2]) - (l[0] - l[3])) / (12.0 * h);
-        double e = relerr(t->grads[i], num);
-        if (e > worst)
-            worst = e;
-        if (e > 3e-2)
-            printf("\n  param %zu: analytic %.6g numeric %.6g\n", i,
-                   t->grads[i], num);
-        checked++;
-    }
-    if (worst > g_worst_model)
-        g_worst_model = worst;
-    CU_ASSERT(worst < 3e-2);
-    CU_ASSERT(checked > 100);
-    bert_trainer_free(t);
+    static const int32_t types[10] = {0, 0, 0, 1, 7, 0, 0, 1, 0, 0};
+    /* The numeric gradient comes from a float32 forward whose loss carries
+     * noise of ~1e-6, i.e. ~3e-4 in a difference quotient at this step:
+     * below |a|+|n| = 3e-2 the error is measured against 3e-2 (an absolute
+     * tolerance of ~1e-3). */
+    static const tr_fd fd = {1, 2.5e-3f, 3e-2, 3e-2};
+    tr_model_gradcheck(write_tiny_config("grad", act, drop, 0), task, types,
+                       &fd, no_token_types, &g_worst_model);
 }
 
 static void test_grad_seq(void) { model_gradcheck(BERT_TRAIN_SEQUENCE, "gelu", 0.0f); }
@@ -192,15 +122,12 @@ static void test_type_ids_ignored(void)
  * logits and leaves token logits bit for bit. */
 static void test_head_dropout(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/headdrop.json", g_tmp);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fprintf(f, "{\"model_type\":\"distilbert\",\"vocab_size\":13,\"dim\":9,"
-               "\"n_layers\":1,\"n_heads\":3,\"hidden_dim\":7,"
-               "\"max_position_embeddings\":9,\"dropout\":0,"
-               "\"attention_dropout\":0,\"seq_classif_dropout\":0.5}");
-    fclose(f);
+    const char *path = tr_write_config(
+        "headdrop", "{\"model_type\":\"distilbert\",\"vocab_size\":13,\"dim\":9,"
+                    "\"n_layers\":1,\"n_heads\":3,\"hidden_dim\":7,"
+                    "\"max_position_embeddings\":9,\"dropout\":0,"
+                    "\"attention_dropout\":0,\"seq_classif_dropout\":0.5}");
+    CU_ASSERT_FATAL(path != NULL);
     int32_t ids[6] = {1, 5, 6, 1, 7, 0};
     size_t lens[2] = {3, 2};
     bert_train_batch b = {2, 3, ids, NULL, lens, NULL};
@@ -328,7 +255,7 @@ static void test_sinusoidal_frozen(void)
     CU_ASSERT(memcmp(we, we0, wn * sizeof *we0) != 0);
     /* and the saved config keeps the flag */
     char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/sin", g_tmp);
+    snprintf(dir, sizeof dir, "%s/sin", tr_tmp);
     mkdir(dir, 0755);
     CU_ASSERT_EQUAL_FATAL(bert_trainer_save(t, dir, &err), 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -343,179 +270,23 @@ static void test_sinusoidal_frozen(void)
 
 /* --- a tiny task --------------------------------------------------------- */
 
-/* label = whether token 3 occurs in the sequence */
-static int train_tiny(uint64_t seed, int threads, float **weights_out,
-                      size_t *n_out)
-{
-    const char *cfg = write_tiny_config("tiny", "gelu", 0.1f, 0);
-    bert_train_params p = bert_train_default_params();
-    p.task = BERT_TRAIN_SEQUENCE;
-    p.num_labels = 2;
-    p.seed = seed;
-    p.lr = 3e-2f;
-    p.weight_decay = 0.0f;
-    p.n_threads = threads;
-    p.total_steps = 150;
-    p.warmup_steps = 10;
-    bert_trainer *t = NULL;
-    bert_error err;
-    if (bert_trainer_create(NULL, cfg, &p, &t, &err))
-        return -1;
-    enum { NB = 16, T = 6 };
-    int32_t ids[NB * T], types[NB * T], lab[NB];
-    size_t lens[NB];
-    uint64_t s = 77;
-    for (int b = 0; b < NB; b++) {
-        lens[b] = 3 + (size_t)(b % 4);
-        int has = b % 2;
-        ids[b * T] = 1;
-        for (int k = 1; k < T; k++) {
-            int v;
-            do
-                v = 4 + (int)((frand(&s) + 1.0f) * 4.5f);
-            while (v > 12);
-            ids[b * T + k] = (size_t)k < lens[b] ? v : 0;
-            types[b * T + k] = k > 2; /* ignored */
-        }
-        types[b * T] = 0;
-        if (has)
-            ids[b * T + 1 + (b / 2) % (lens[b] - 1)] = 3;
-        lab[b] = has;
-    }
-    bert_train_batch bt = {NB, T, ids, types, lens, lab};
-    for (int step = 0; step < 150; step++) {
-        if (bert_trainer_accumulate(t, &bt, 1.0f, NULL, &err) ||
-            bert_trainer_update(t, NULL, &err)) {
-            bert_trainer_free(t);
-            return -1;
-        }
-    }
-    float logits[NB * 2];
-    double loss;
-    bert_trainer_predict(t, &bt, logits, &loss, &err);
-    int correct = 0;
-    for (int b = 0; b < NB; b++)
-        correct += (logits[2 * b + 1] > logits[2 * b]) == lab[b];
-    if (weights_out) {
-        *n_out = t->nparams;
-        *weights_out = malloc(t->nparams * sizeof(float));
-        memcpy(*weights_out, t->params, t->nparams * sizeof(float));
-    }
-    bert_trainer_free(t);
-    return correct * 100 / NB;
-}
-
+/* The tiny task (trainutil.h) with dropout and token types (ignored). */
 static void test_learns_tiny(void)
 {
-    int acc = train_tiny(1, 1, NULL, NULL);
+    int acc = tr_train_tiny(write_tiny_config("tiny", "gelu", 0.1f, 0), 1, 1,
+                            1, NULL, NULL);
     printf("\n  tiny DistilBERT after 150 steps: %d%% correct\n", acc);
     CU_ASSERT_EQUAL(acc, 100);
 }
 
 static void test_deterministic(void)
 {
-    for (int th = 1; th <= 2; th++) {
-        float *a = NULL, *b = NULL;
-        size_t na = 0, nb = 0;
-        train_tiny(3, th, &a, &na);
-        train_tiny(3, th, &b, &nb);
-        CU_ASSERT_FATAL(a && b && na == nb);
-        CU_ASSERT(memcmp(a, b, na * sizeof(float)) == 0);
-        free(a);
-        free(b);
-    }
+    tr_check_deterministic(write_tiny_config("tiny", "gelu", 0.1f, 0), 1);
 }
 
 /* --- fixture ------------------------------------------------------------- */
 
-typedef struct {
-    char dir[1024];
-    size_t B, T, C;
-    int32_t *ids, *types;
-    size_t *lens;
-    float *expected; /* [B][C] */
-} fixture;
-
-static void fixture_free(fixture *fx)
-{
-    free(fx->ids);
-    free(fx->types);
-    free(fx->lens);
-    free(fx->expected);
-}
-
-/* Reads the fixture's batch and logits; 0 when it is absent (SKIP). */
-static int fixture_load(fixture *fx)
-{
-    memset(fx, 0, sizeof *fx);
-    const char *sd = getenv("SHARED_DIR");
-    char path[1200];
-    snprintf(fx->dir, sizeof fx->dir, "%s/fixtures/distilbert-seq-uncased",
-             sd ? sd : "../shared");
-    snprintf(path, sizeof path, "%s/expected.safetensors", fx->dir);
-    if (access(path, R_OK) != 0) {
-        printf("\n  SKIPPED: %s not found (set SHARED_DIR to the shared "
-               "directory that holds fixtures/)\n", path);
-        return 0;
-    }
-    bert_st_file f;
-    bert_error err;
-    if (bert__st_open(path, &f, &err)) {
-        CU_FAIL("cannot open expected.safetensors");
-        return 0;
-    }
-    const bert_st_tensor *ti = bert__st_find(&f, "input_ids");
-    const bert_st_tensor *tt = bert__st_find(&f, "token_type_ids");
-    const bert_st_tensor *tm = bert__st_find(&f, "attention_mask");
-    const bert_st_tensor *tl = bert__st_find(&f, "logits");
-    if (!ti || !tt || !tm || !tl) {
-        CU_FAIL("expected.safetensors lacks a tensor");
-        bert__st_close(&f);
-        return 0;
-    }
-    size_t B = ti->shape[0], T = ti->shape[1], C = tl->shape[1];
-    int64_t *ids = malloc(B * T * 8), *ty = malloc(B * T * 8),
-            *am = malloc(B * T * 8);
-    fx->B = B;
-    fx->T = T;
-    fx->C = C;
-    fx->ids = malloc(B * T * sizeof(int32_t));
-    fx->types = malloc(B * T * sizeof(int32_t));
-    fx->lens = malloc(B * sizeof(size_t));
-    fx->expected = malloc(B * C * sizeof(float));
-    bert__st_to_i64(ti, ids);
-    bert__st_to_i64(tt, ty);
-    bert__st_to_i64(tm, am);
-    bert__st_to_f32(tl, fx->expected);
-    for (size_t b = 0; b < B; b++) {
-        fx->lens[b] = 0;
-        for (size_t k = 0; k < T; k++) {
-            fx->ids[b * T + k] = (int32_t)ids[b * T + k];
-            fx->types[b * T + k] = (int32_t)ty[b * T + k];
-            fx->lens[b] += am[b * T + k] != 0;
-        }
-    }
-    free(ids);
-    free(ty);
-    free(am);
-    bert__st_close(&f);
-    return 1;
-}
-
-static int copy_file(const char *from, const char *to)
-{
-    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
-    char buf[65536];
-    size_t n;
-    int ok = a && b;
-    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0)
-        ok = fwrite(buf, 1, n, b) == n;
-    if (a)
-        fclose(a);
-    if (b && fclose(b) != 0)
-        ok = 0;
-    return ok ? 0 : -1;
-}
+#define FIXTURE "distilbert-seq-uncased"
 
 /* Sorted tensor names of a safetensors file, one per line (metadata key
  * excluded), for comparing two files' name sets. */
@@ -562,32 +333,22 @@ static char *tensor_names(const char *path)
 /* The trainer's forward (eval mode) equals transformers' logits. */
 static void test_fixture_forward(void)
 {
-    fixture fx;
-    if (!fixture_load(&fx))
+    tr_fixture fx;
+    if (!tr_fixture_load(&fx, FIXTURE))
         return;
     bert_train_params p = bert_train_default_params();
-    bert_trainer *t = NULL;
-    bert_error err;
-    int rc = bert_trainer_create(fx.dir, NULL, &p, &t, &err);
-    if (rc)
-        printf("\n  %s\n", err.text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    bert_trainer *t = tr_trainer_create(fx.dir, NULL, &p);
     CU_ASSERT_EQUAL(t->C, fx.C);
     CU_ASSERT_STRING_EQUAL(bert_trainer_label(t, 1), "POSITIVE");
     float *got = malloc(fx.B * fx.C * sizeof *got);
-    bert_train_batch bt = {fx.B, fx.T, fx.ids, fx.types, fx.lens, NULL};
-    rc = bert_trainer_predict(t, &bt, got, NULL, &err);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    double worst = 0;
-    for (size_t i = 0; i < fx.B * fx.C; i++)
-        worst = fmax(worst, fabs((double)got[i] - fx.expected[i]));
+    double worst = tr_fixture_predict(t, &fx, got);
     g_fixture_diff = worst;
     printf("\n  trainer forward vs transformers' logits: max |diff| %.3g over "
            "%zu texts\n", worst, fx.B);
     CU_ASSERT(worst <= 1e-4);
     free(got);
     bert_trainer_free(t);
-    fixture_free(&fx);
+    tr_fixture_free(&fx);
 }
 
 /* Fine-tune the fixture (sequence head, then a fresh token head), save,
@@ -596,8 +357,8 @@ static void test_fixture_forward(void)
  * give the trainer's logits. */
 static void finetune_save_reload(bert_train_task task)
 {
-    fixture fx;
-    if (!fixture_load(&fx))
+    tr_fixture fx;
+    if (!tr_fixture_load(&fx, FIXTURE))
         return;
     size_t B = fx.B, T = fx.T, N = B * T;
     bert_train_params p = bert_train_default_params();
@@ -608,32 +369,23 @@ static void finetune_save_reload(bert_train_task task)
         p.num_labels = 3;
         p.labels = tags;
     }
-    bert_trainer *t = NULL;
+    bert_trainer *t = tr_trainer_create(fx.dir, NULL, &p);
     bert_error err;
-    int rc = bert_trainer_create(fx.dir, NULL, &p, &t, &err);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
     size_t C = t->C, rows = task == BERT_TRAIN_TOKEN ? N : B;
     int32_t *lab = malloc(N * sizeof *lab);
     for (size_t i = 0; i < N; i++)
         lab[i] = task == BERT_TRAIN_TOKEN
                      ? (i % T < fx.lens[i / T] && i % T ? (int32_t)(i % 3) : -100)
                      : (int32_t)(i % 2);
-    bert_train_batch bt = {B, T, fx.ids, fx.types, fx.lens, lab};
+    bert_train_batch bt = {B, T, fx.ids, fx.types, fx.lens, NULL};
     float *before = malloc(rows * C * sizeof *before);
     float *got = malloc(rows * C * sizeof *got);
-    bt.labels = NULL;
     bert_trainer_predict(t, &bt, before, NULL, &err);
-    bt.labels = lab;
-    for (int step = 0; step < 3; step++) {
-        CU_ASSERT_EQUAL(bert_trainer_accumulate(t, &bt, 1.0f, NULL, &err), 0);
-        CU_ASSERT_EQUAL(bert_trainer_update(t, NULL, &err), 0);
-    }
-    bt.labels = NULL;
-    CU_ASSERT_EQUAL_FATAL(bert_trainer_predict(t, &bt, got, NULL, &err), 0);
+    tr_fixture_finetune(t, &fx, lab, got);
     CU_ASSERT(memcmp(before, got, rows * C * sizeof *got) != 0); /* moved */
 
     char out[512], a[1400], b[1400];
-    snprintf(out, sizeof out, "%s/saved-%d", g_tmp, (int)task);
+    snprintf(out, sizeof out, "%s/saved-%d", tr_tmp, (int)task);
     mkdir(out, 0755);
     CU_ASSERT_EQUAL_FATAL(bert_trainer_save(t, out, &err), 0);
 
@@ -674,94 +426,55 @@ static void finetune_save_reload(bert_train_task task)
     json_decref(cj);
 
     /* the trainer reloads it bit for bit */
-    bert_trainer *t2 = NULL;
-    CU_ASSERT_EQUAL_FATAL(bert_trainer_create(out, NULL, &p, &t2, &err), 0);
+    bert_trainer *t2 = tr_trainer_create(out, NULL, &p);
     CU_ASSERT_EQUAL(t2->nparams, t->nparams);
     CU_ASSERT(memcmp(t2->params, t->params, t->nparams * sizeof(float)) == 0);
     bert_trainer_free(t2);
 
     /* the inference API loads it (with the fixture's tokenizer files) and
      * computes the trainer's logits */
-    static const char *tokfiles[] = {"vocab.txt", "tokenizer_config.json"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(a, sizeof a, "%s/%s", fx.dir, tokfiles[i]);
-        snprintf(b, sizeof b, "%s/%s", out, tokfiles[i]);
-        CU_ASSERT_EQUAL(copy_file(a, b), 0);
-    }
-    bert_model *m = NULL;
-    rc = bert_model_load(out, NULL, &m, &err);
-    if (rc)
-        printf("\n  %s\n", err.text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    const bert_config *mc = bert_model_config(m);
-    CU_ASSERT(mc->is_distilbert);
-    CU_ASSERT_EQUAL(mc->task, task == BERT_TRAIN_TOKEN ? BERT_TASK_TOKEN
-                                                       : BERT_TASK_SEQUENCE);
-    bert_session *ses = NULL;
-    CU_ASSERT_EQUAL_FATAL(bert_session_create(m, NULL, &ses, &err), 0);
-    double worst = 0;
-    float *inf = malloc(T * C * sizeof *inf);
-    for (size_t r = 0; r < B; r++) {
-        bert_input in = {fx.ids + r * T, fx.types + r * T, fx.lens[r]};
-        bert_outputs o = {inf, NULL, NULL};
-        CU_ASSERT_EQUAL(bert_session_run(ses, &in, 1, &o), 0);
-        size_t n = task == BERT_TRAIN_TOKEN ? fx.lens[r] : 1;
-        const float *want = got + (task == BERT_TRAIN_TOKEN ? r * T : r) * C;
-        for (size_t i = 0; i < n * C; i++)
-            worst = fmax(worst, fabs((double)inf[i] - want[i]));
-    }
+    double worst = tr_reload_by_inference(&fx, out, task, 1, C, got);
     if (worst > g_reload_diff)
         g_reload_diff = worst;
     printf("\n  %s: fine-tuned 3 steps, saved, reloaded by bert_model_load: "
            "max |diff| %.3g\n", task == BERT_TRAIN_TOKEN ? "token" : "sequence",
            worst);
     CU_ASSERT(worst <= 1e-5);
-    free(inf);
-    bert_session_free(ses);
-    bert_model_free(m);
     free(lab);
     free(before);
     free(got);
     bert_trainer_free(t);
-    fixture_free(&fx);
+    tr_fixture_free(&fx);
 }
 
 static void test_finetune_seq(void) { finetune_save_reload(BERT_TRAIN_SEQUENCE); }
 static void test_finetune_tok(void) { finetune_save_reload(BERT_TRAIN_TOKEN); }
 
-int main(void)
+static void summary(void)
 {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/test_train_distil.XXXXXX");
-    if (!mkdtemp(g_tmp))
-        return 1;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("train_distil", NULL, NULL);
-    CU_add_test(s, "model gradient: sequence", test_grad_seq);
-    CU_add_test(s, "model gradient: sequence+dropout", test_grad_seq_drop);
-    CU_add_test(s, "model gradient: token", test_grad_tok);
-    CU_add_test(s, "model gradient: token+dropout", test_grad_tok_drop);
-    CU_add_test(s, "model gradient: mlm+dropout", test_grad_mlm_drop);
-    CU_add_test(s, "type ids ignored, tensor names", test_type_ids_ignored);
-    CU_add_test(s, "head dropout probabilities", test_head_dropout);
-    CU_add_test(s, "training forward in transformers' order",
-                test_training_forward_order);
-    CU_add_test(s, "sinusoidal positions stay fixed", test_sinusoidal_frozen);
-    CU_add_test(s, "tiny model learns", test_learns_tiny);
-    CU_add_test(s, "deterministic", test_deterministic);
-    CU_add_test(s, "fixture forward", test_fixture_forward);
-    CU_add_test(s, "fixture fine-tune, save, reload: sequence", test_finetune_seq);
-    CU_add_test(s, "fixture fine-tune, save, reload: token", test_finetune_tok);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
     printf("worst relative gradient error (whole model) %.3g; fixture forward "
            "max |diff| %.3g; reload max |diff| %.3g (-1: fixture absent)\n",
            g_worst_model, g_fixture_diff, g_reload_diff);
-    CU_cleanup_registry();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", g_tmp);
-    return fails ? 1 : 0;
+}
+
+int main(void)
+{
+    static const tr_test tests[] = {
+        {"model gradient: sequence", test_grad_seq},
+        {"model gradient: sequence+dropout", test_grad_seq_drop},
+        {"model gradient: token", test_grad_tok},
+        {"model gradient: token+dropout", test_grad_tok_drop},
+        {"model gradient: mlm+dropout", test_grad_mlm_drop},
+        {"type ids ignored, tensor names", test_type_ids_ignored},
+        {"head dropout probabilities", test_head_dropout},
+        {"training forward in transformers' order",
+         test_training_forward_order},
+        {"sinusoidal positions stay fixed", test_sinusoidal_frozen},
+        {"tiny model learns", test_learns_tiny},
+        {"deterministic", test_deterministic},
+        {"fixture forward", test_fixture_forward},
+        {"fixture fine-tune, save, reload: sequence", test_finetune_seq},
+        {"fixture fine-tune, save, reload: token", test_finetune_tok},
+        {NULL, NULL}};
+    return tr_run("train_distil", tests, summary);
 }
