@@ -279,6 +279,20 @@ void OPS(dropout)(real *x, size_t n, real p, uint64_t seed, uint64_t stream,
 
 /* ---- attention --------------------------------------------------------- */
 
+/* Pd[T,T] = dropout(S) of (sequence, head) bh: the forward pass and the
+ * backward pass (which regenerates the same mask) share this. */
+static real *OPS(drop_probs)(real *Pd, const real *S, size_t T, size_t bh,
+                             real p, real dsc, uint64_t seed, uint64_t stream)
+{
+    for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j < T; j++)
+            Pd[i * T + j] = bert__t_keep(seed, stream, (bh * T + i) * T + j,
+                                         (float)p)
+                                ? S[i * T + j] * dsc
+                                : 0;
+    return Pd;
+}
+
 void OPS(attention_forward)(real *out, real *att, real *scratch,
                             const real *qkv, const size_t *lens, size_t B,
                             size_t T, size_t H, size_t NH, real p,
@@ -315,18 +329,9 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
             for (size_t j = L; j < T; j++)
                 r[j] = 0;
         }
-        const real *P = S;
-        if (p > 0) {
-            real *Pd = scratch + bh * T * T;
-            for (size_t i = 0; i < T; i++)
-                for (size_t j = 0; j < T; j++)
-                    Pd[i * T + j] = bert__t_keep(seed, stream,
-                                                 (bh * T + i) * T + j,
-                                                 (float)p)
-                                        ? S[i * T + j] * dsc
-                                        : 0;
-            P = Pd;
-        }
+        const real *P = p > 0 ? OPS(drop_probs)(scratch + bh * T * T, S, T,
+                                                bh, p, dsc, seed, stream)
+                              : S;
         /* out[T, d] = P[T, L] V[L, d] */
         gemm(T, d, L, 1, P, T, 1, v, H3, 1, 0, out + b * T * H + h * d, H, 1,
              &rn);
@@ -356,17 +361,9 @@ void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
         const real *S = att + bh * T * T;
         const real *g = dout + b * T * H + h * d;
         real *W = scratch + bh * T * T;
-        const real *P = S;
-        if (p > 0) {
-            for (size_t i = 0; i < T; i++)
-                for (size_t j = 0; j < T; j++)
-                    W[i * T + j] = bert__t_keep(seed, stream,
-                                                (bh * T + i) * T + j,
-                                                (float)p)
-                                       ? S[i * T + j] * dsc
-                                       : 0;
-            P = W;
-        }
+        const real *P = p > 0 ? OPS(drop_probs)(W, S, T, bh, p, dsc, seed,
+                                                stream)
+                              : S;
         /* dV[L, d] += P^T dout */
         gemm(L, d, T, 1, P, 1, T, g, H, 1, 1, dv, H3, 1, &rn);
         /* dP[T, L] = dout V^T */
