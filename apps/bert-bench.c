@@ -683,6 +683,11 @@ int main(int argc, char **argv)
                                         (size_t)sh->inter, o.threads, &cx);
     }
     double load = loadavg1();
+    /* What bert_session_create chose (BERT_GEMM_AUTO). */
+    char gemm_kernels[32] = "avx512";
+    if (!bert__avx512_kernel_preferred())
+        snprintf(gemm_kernels, sizeof gemm_kernels, "blis-%s",
+                 bli_arch_string(bli_arch_query_id()));
     if (o.json) {
         printf("{\"engine\":\"libbert\",\"model\":\"%s\",\"threads\":%d,"
                "\"batch\":%zu,\"seq\":%zu,\"tokens\":%zu,\"iters\":%zu,"
@@ -692,12 +697,12 @@ int main(int argc, char **argv)
                "\"peak_vector_bits\":%d,\"pct_of_peak\":%.1f,"
                "\"blis_gflops\":%.1f,\"blis_avx512_ctx_gflops\":%.1f,"
                "\"load_s\":%.3f,\"loadavg1\":%.2f,\"foreign_cores\":%.2f,"
-               "\"foreign_before\":%.2f",
+               "\"foreign_before\":%.2f,\"gemm_kernels\":\"%s\"",
                name, o.threads, r.batch, r.maxlen, r.tokens, r.iters,
                r.median_ms, r.min_ms, r.cpu_median_ms, r.seq_per_s, r.gflops,
                peak, peak1, width,
                peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, blis512, load_s,
-               load, r.foreign, r.foreign_before);
+               load, r.foreign, r.foreign_before, gemm_kernels);
         if (o.text)
             printf(",\"text_mb\":%.3f,\"tokenize_s\":%.3f,\"run_s\":%.3f,"
                    "\"tokenizer_share\":%.4f",
@@ -706,7 +711,7 @@ int main(int argc, char **argv)
     } else {
         printf("model        %s (L=%d H=%d heads=%d I=%d), loaded in %.0f ms\n",
                name, sh->layers, sh->hidden, sh->heads, sh->inter, 1e3 * load_s);
-        printf("threads      %d\n", o.threads);
+        printf("threads      %d, sgemm kernels %s\n", o.threads, gemm_kernels);
         if (o.text) {
             printf("text         %s: %zu lines, %.2f MB, %zu tokens\n", o.text,
                    r.batch, text_mb, r.tokens);

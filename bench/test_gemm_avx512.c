@@ -1,6 +1,7 @@
-/* test_gemm_avx512.c - libbert's sgemm (gemm.c with the AVX-512 BLIS
- * context) against a double-precision reference on shapes large enough to
- * take the AVX-512 micro-kernel path (every dimension >= 40), with edge
+/* test_gemm_avx512.c - libbert's sgemm (gemm.c) against a double-precision
+ * reference, with the AVX-512 BLIS context forced (where the CPU has
+ * AVX-512F) and with the kernels chosen for this CPU, on shapes large enough
+ * to take the AVX-512 micro-kernel path (every dimension >= 40), with edge
  * tiles, all stride layouts, alpha/beta, beta = 0 over NaN, 1 and 2
  * threads.  Exit status 0 when every product is within 1e-4 relative. */
 #include <math.h>
@@ -25,10 +26,13 @@ int main(void)
         {77, 53, 301},  {33, 97, 45},   {300, 41, 777}, {129, 390, 200},
         {512, 384, 96}, {1000, 50, 40}, {45, 1030, 400}};
     int bad = 0, n_run = 0;
-    for (int threads = 1; threads <= 2; threads++) {
-        bert_gemm_ctx *g = bert__gemm_ctx_create(threads);
+    static const bert_gemm_kernels kinds[] = {BERT_GEMM_AVX512, BERT_GEMM_AUTO};
+    for (int run = 0; run < 4; run++) {
+        int threads = 1 + run % 2;
+        bert_gemm_ctx *g = bert__gemm_ctx_create_with(threads, kinds[run / 2]);
         if (!g)
             return 1;
+        printf("kernels %s, %d thread(s)\n", bert__gemm_ctx_kernels(g), threads);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
             float *A = malloc(m * k * sizeof *A), *B = malloc(k * n * sizeof *B);
@@ -71,8 +75,9 @@ int main(void)
                     }
                 n_run++;
                 if (!(worst <= 1e-4)) {
-                    printf("FAIL %zux%zux%zu layout %d threads %d: rel %g\n", m,
-                           n, k, lay, threads, worst);
+                    printf("FAIL %s %zux%zux%zu layout %d threads %d: rel %g\n",
+                           bert__gemm_ctx_kernels(g), m, n, k, lay, threads,
+                           worst);
                     bad++;
                 }
             }

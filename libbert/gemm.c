@@ -2,24 +2,27 @@
  * BLIS context.  With gemm_avx512.c, the only files of libbert that include
  * <blis.h>; never touches BLIS's global thread setting or configuration.
  *
- * The context is a private copy of BLIS's default one whose sgemm
- * micro-kernel is libbert's AVX-512 kernel when the CPU has AVX-512F
- * (gemm_avx512.h says why); products with a dimension below 40 keep BLIS's
- * own small-matrix kernels. */
+ * The context is a private copy of BLIS's default one.  Where BLIS runs its
+ * AVX2 kernels on an AVX-512 CPU, the copy's sgemm micro-kernel is libbert's
+ * AVX-512 kernel (gemm_avx512.h says why and when); products with a
+ * dimension below 40 keep BLIS's own small-matrix kernels. */
 #include "libbert/gemm.h"
 
 #include <blis.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "libbert/gemm_avx512.h"
 
 struct bert_gemm_ctx {
     rntm_t rntm;
     int n_threads;
+    int avx512; /* 1 when cntx runs libbert's AVX-512 kernel */
     cntx_t cntx;
 };
 
-bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
+bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
+                                          bert_gemm_kernels kernels)
 {
     bert_gemm_ctx *g = malloc(sizeof *g);
     if (!g)
@@ -27,8 +30,37 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
     rntm_t init = BLIS_RNTM_INITIALIZER;
     g->rntm = init;
     bert__gemm_ctx_set_threads(g, n_threads);
-    bert__blis_cntx_avx512(&g->cntx);
+    int want = kernels == BERT_GEMM_AVX512 ||
+               (kernels == BERT_GEMM_AUTO && bert__avx512_kernel_preferred());
+    if (want)
+        g->avx512 = bert__blis_cntx_avx512(&g->cntx);
+    else {
+        memcpy(&g->cntx, bli_gks_query_cntx(), sizeof g->cntx);
+        g->avx512 = 0;
+    }
     return g;
+}
+
+bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
+{
+    return bert__gemm_ctx_create_with(n_threads, BERT_GEMM_AUTO);
+}
+
+const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g)
+{
+    if (g && g->avx512)
+        return "avx512";
+    switch (bli_arch_query_id()) {
+    case BLIS_ARCH_SKX: return "blis-skx";
+    case BLIS_ARCH_KNL: return "blis-knl";
+    case BLIS_ARCH_HASWELL: return "blis-haswell";
+    case BLIS_ARCH_SANDYBRIDGE: return "blis-sandybridge";
+    case BLIS_ARCH_ZEN3: return "blis-zen3";
+    case BLIS_ARCH_ZEN2: return "blis-zen2";
+    case BLIS_ARCH_ZEN: return "blis-zen";
+    case BLIS_ARCH_GENERIC: return "blis-generic";
+    default: return "blis-other";
+    }
 }
 
 void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads)

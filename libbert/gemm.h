@@ -16,9 +16,23 @@
  * shared between concurrently running threads. */
 typedef struct bert_gemm_ctx bert_gemm_ctx;
 
-/* Creates a context running GEMMs on n_threads (>= 1) threads.  NULL when out
- * of memory. */
+/* Which sgemm micro-kernel a context runs. */
+typedef enum bert_gemm_kernels {
+    BERT_GEMM_AUTO = 0,     /* the best for this CPU (bert__gemm_ctx_kernels
+                               says which was chosen) */
+    BERT_GEMM_BLIS,         /* BLIS's default context, as BLIS configured it */
+    BERT_GEMM_AVX512        /* libbert's AVX-512 kernel (gemm_avx512.h);
+                               BLIS's default where the CPU lacks AVX-512F */
+} bert_gemm_kernels;
+
+/* Creates a context running GEMMs on n_threads (>= 1) threads with the
+ * BERT_GEMM_AUTO kernels.  NULL when out of memory. */
 bert_gemm_ctx *bert__gemm_ctx_create(int n_threads);
+/* The same with a chosen kernel (tests and benchmarks compare them). */
+bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
+                                          bert_gemm_kernels kernels);
+/* "avx512" or "blis-<BLIS configuration>" (e.g. "blis-zen3"); static. */
+const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g);
 /* Changes the thread count (>= 1; smaller values mean 1). */
 void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads);
 int bert__gemm_ctx_threads(const bert_gemm_ctx *g);

@@ -43,6 +43,23 @@
 #define BERT_HAVE_AVX512_KERNEL 0
 #endif
 
+static int bert__cpu_has_avx512(void);
+
+/* 1 when the AVX-512 kernel should replace BLIS's default: the CPU has
+ * AVX-512F and BLIS chose its AVX2 "haswell" configuration (Intel AVX-512
+ * CPUs whose FMA-unit count BLIS cannot read from the brand string, as in
+ * VMs).  Not on AMD: BLIS chooses "zen3" there, and Zen 4 runs a 512-bit
+ * FMA as two 256-bit halves, so zen3's AVX2 kernels reach the same peak and
+ * its small-matrix path, used up to 512 rows, does not re-pack the weights
+ * (measured on an EPYC Zen 4 VM: BERT-base 1 x 128 288 ms with BLIS's zen3
+ * context against 329 ms with the AVX-512 kernel, 1 x 512 1014 / 1101 ms;
+ * docs/performance.md).  Skylake-X servers that BLIS recognises get its own
+ * skx kernels. */
+static int bert__avx512_kernel_preferred(void)
+{
+    return bert__cpu_has_avx512() && bli_arch_query_id() == BLIS_ARCH_HASWELL;
+}
+
 static int bert__cpu_has_avx512(void)
 {
 #if BERT_HAVE_AVX512_KERNEL
@@ -185,7 +202,9 @@ static void bert__avx512_set_blksz(cntx_t *cx, bszid_t id, dim_t v)
 #endif
 
 /* Copies BLIS's default context into *cx and, when the CPU supports
- * AVX-512F, installs the AVX-512 sgemm micro-kernel and its block sizes.
+ * AVX-512F, installs the AVX-512 sgemm micro-kernel and its block sizes
+ * (whatever bert__avx512_kernel_preferred says: tests and benchmarks use it
+ * to compare).
  * Returns 1 when installed, 0 when *cx is the plain default copy.  Call it
  * once (per model or session) and pass cx to bli_sgemm_ex; the context is
  * then only read, so several threads may share it. */
