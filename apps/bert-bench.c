@@ -578,7 +578,10 @@ int main(int argc, char **argv)
             fill_ids(ids + off, b, len[b]);
             in[b].ids = ids + off;
             in[b].n = len[b];
-            flops += bench_flops(sh, len[b]);
+            /* Counted as run: sequence logits alone take the [CLS]-only
+             * last layer (bert_session_run). */
+            flops += cfg->task == BERT_TASK_SEQUENCE ? bench_flops_cls(sh, len[b])
+                                                     : bench_flops(sh, len[b]);
         }
         bert_outputs out = {.logits = cfg->num_labels ? logits : NULL};
         if (time_runs(&o, s, in, batch, &out, &r)) {
@@ -634,7 +637,9 @@ int main(int argc, char **argv)
                 in[k].type_ids = enc[k]->type_ids;
                 in[k].n = enc[k]->n;
                 toks += enc[k]->n;
-                flops += bench_flops(sh, enc[k]->n);
+                flops += cfg->task == BERT_TASK_SEQUENCE
+                             ? bench_flops_cls(sh, enc[k]->n)
+                             : bench_flops(sh, enc[k]->n);
                 k++;
             }
             double b = now_s();

@@ -41,6 +41,16 @@ double bench_flops(const bench_shape *sh, size_t n)
     return sh->layers * layer + 2.0 * H * H + 2.0 * H * LABELS;
 }
 
+double bench_flops_cls(const bench_shape *sh, size_t n)
+{
+    double H = sh->hidden, I = sh->inter, T = (double)n;
+    double layer = 2.0 * T * (4.0 * H * H + 2.0 * H * I) + 4.0 * T * T * H;
+    double last = 2.0 * T * 2.0 * H * H                 /* keys, values */
+                  + 2.0 * (2.0 * H * H + 2.0 * H * I)   /* query, output, FFN */
+                  + 4.0 * T * H;                        /* one query row */
+    return (sh->layers - 1) * layer + last + 2.0 * H * H + 2.0 * H * LABELS;
+}
+
 /* ---- tensor list ---------------------------------------------------------- */
 
 /* Every tensor is random as in a trained checkpoint; LayerNorm weights

@@ -31,5 +31,9 @@ int bench_write_random_model(const char *dir, const bench_shape *sh,
  * tokens: the dense layers, QK^T and PV, pooler/pre-classifier and
  * classifier (element-wise work is not counted). */
 double bench_flops(const bench_shape *sh, size_t n);
+/* The operations libbert actually runs when only the [CLS] row is read
+ * (sequence logits without hidden states): the last layer computes keys and
+ * values for all n rows, the rest for one row. */
+double bench_flops_cls(const bench_shape *sh, size_t n);
 
 #endif

@@ -92,13 +92,16 @@ static void embeddings_forward(const bert_model *m, float *x,
     }
 }
 
-/* One head of one sequence (n tokens from row o): Ctx_h = softmax(Q_h K_h^T
- * / sqrt(hs)) V_h, the scores in S (cap floats), query rows in chunks of
- * cap / n so that each thread's slice of the score buffer suffices (rows
- * are independent, so chunking changes nothing numerically).  The scale is
- * the GEMM's alpha.  One thread. */
+/* One head of one sequence (n keys from row o of s->k, s->v): Ctx_h =
+ * softmax(Q_h K_h^T / sqrt(hs)) V_h for nq query rows (rows H apart from
+ * Q and Ctx: the sequence's rows of s->q and s->ctx, or its [CLS] row),
+ * the scores in S (cap floats), query rows in chunks of cap / n so that
+ * each thread's slice of the score buffer suffices (rows are independent,
+ * so chunking changes nothing numerically).  The scale is the GEMM's
+ * alpha.  One thread. */
 static void head_forward(const bert_session *s, float *S, size_t cap,
-                         size_t o, size_t n, size_t h)
+                         const float *Q0, float *Ctx0, size_t nq, size_t o,
+                         size_t n, size_t h)
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, hs = H / c->heads;
@@ -106,10 +109,10 @@ static void head_forward(const bert_session *s, float *S, size_t cap,
     const float *K = s->k + o * H + h * hs;
     const float *V = s->v + o * H + h * hs;
     size_t rc = cap / n;
-    for (size_t r0 = 0; r0 < n; r0 += rc) {
-        size_t m = n - r0 < rc ? n - r0 : rc;
-        const float *Q = s->q + (o + r0) * H + h * hs; /* (m,hs) rows H apart */
-        float *Ctx = s->ctx + (o + r0) * H + h * hs;
+    for (size_t r0 = 0; r0 < nq; r0 += rc) {
+        size_t m = nq - r0 < rc ? nq - r0 : rc;
+        const float *Q = Q0 + r0 * H + h * hs; /* (m,hs) rows H apart */
+        float *Ctx = Ctx0 + r0 * H + h * hs;
         /* S = scale Q K^T (K^T read with strides (1,H)) */
         bert__sgemm1(s->gemm, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
                      (ptrdiff_t)H, 0.0f, S, (ptrdiff_t)n, 1);
@@ -122,11 +125,13 @@ static void head_forward(const bert_session *s, float *S, size_t cap,
 
 /* The (sequence, head) pairs of one layer's attention, shared among the
  * n_th threads of the enclosing parallel region (thread id), each with its
- * own slice of s->scores.  An orphaned worksharing loop: call it from every
- * thread of the region; it ends with a barrier. */
+ * own slice of s->scores.  With cls, only the [CLS] query of each sequence,
+ * from row b of s->q into row b of s->ctx.  An orphaned worksharing loop:
+ * call it from every thread of the region; it ends with a barrier. */
 static void attention_tasks(const bert_session *s, const bert_input *in,
-                            size_t batch, int id, int n_th)
+                            size_t batch, int cls, int id, int n_th)
 {
+    size_t H = s->m->cfg.pub.hidden;
     size_t NH = s->m->cfg.pub.heads, tasks = batch * NH;
     size_t slice = s->cap_seq * s->cap_seq / (size_t)n_th;
     float *S = s->scores + (size_t)id * slice;
@@ -140,7 +145,12 @@ static void attention_tasks(const bert_session *s, const bert_input *in,
         size_t b = j / NH, h = j % NH;
         while (cb < b)
             co += in[cb++].n;
-        head_forward(s, S, slice, co, in[b].n, h);
+        if (cls)
+            head_forward(s, S, slice, s->q + b * H, s->ctx + b * H, 1, co,
+                         in[b].n, h);
+        else
+            head_forward(s, S, slice, s->q + co * H, s->ctx + co * H,
+                         in[b].n, co, in[b].n, h);
     }
 }
 
@@ -161,13 +171,13 @@ static int attention_threads(const bert_session *s, size_t batch)
  * single-threaded GEMMs: these products are too small for BLIS to split
  * well. */
 static void attention_forward(bert_session *s, const bert_input *in,
-                              size_t batch)
+                              size_t batch, int cls)
 {
     int nt = attention_threads(s, batch);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
-    attention_tasks(s, in, batch, THREAD_ID(), THREAD_COUNT());
+    attention_tasks(s, in, batch, cls, THREAD_ID(), THREAD_COUNT());
 }
 
 /* The layers with the tokens split by rows among the threads: every dense
@@ -177,7 +187,7 @@ static void attention_forward(bert_session *s, const bert_input *in,
  * each row is computed the same way.  Used for larger batches, and robust
  * when other processes compete for the cores. */
 static void layers_rowsplit(bert_session *s, const bert_input *in,
-                            size_t batch, size_t T, int nt)
+                            size_t batch, size_t T, size_t n_layers, int nt)
 {
     const bert_model *m = s->m;
     const bert_config *c = &m->cfg.pub;
@@ -194,7 +204,7 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
         size_t R = t1 - t0;
         float *x = s->x + t0 * H, *tmp = s->tmp + t0 * H;
         float *inter = s->inter + t0 * I, *ctx = s->ctx + t0 * H;
-        for (size_t l = 0; l < c->layers; l++) {
+        for (size_t l = 0; l < n_layers; l++) {
             const bert_layer_w *w = &m->w.layers[l];
             const float *Ws[3] = {w->q_w, w->k_w, w->v_w};
             const float *bs[3] = {w->q_b, w->k_b, w->v_b};
@@ -207,7 +217,7 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
-            attention_tasks(s, in, batch, id, n_th); /* ends with a barrier */
+            attention_tasks(s, in, batch, 0, id, n_th); /* ends with a barrier */
             bert__sgemm1(g, R, H, H, 1.0f, ctx, (ptrdiff_t)H, 1, w->o_w, 1,
                          (ptrdiff_t)H, 0.0f, tmp, (ptrdiff_t)H, 1);
             bert__bias_add_layernorm_forward(x, tmp, w->o_b, w->ln1_w,
@@ -229,55 +239,96 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
  * better on a quiet machine; from 128 rows per thread they are even). */
 #define ROWSPLIT_MIN_ROWS 64
 
-void bert__encoder_forward(bert_session *s, const bert_input *in,
-                           size_t batch, size_t T)
+/* One layer on all T rows, dense products threaded by BLIS, element-wise
+ * passes split by rows between them. */
+static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
+                          size_t T, const bert_layer_w *w)
 {
-    const bert_model *m = s->m;
-    const bert_config *c = &m->cfg.pub;
+    const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate;
     float eps = c->layer_norm_eps;
+    int nt = s->n_threads;
+    linear(s->gemm, s->q, s->x, w->q_w, w->q_b, T, H, H);
+    linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
+    linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
+    attention_forward(s, in, batch, 0);
+    /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
+    matmul(s->gemm, s->tmp, s->ctx, w->o_w, T, H, H);
+    PAR_ROWS(nt, T)
+    {
+        size_t t0, t1;
+        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
+                                         w->o_b, w->ln1_w, w->ln1_b, t1 - t0,
+                                         H, eps);
+    }
+    /* inter = act(x W1^T + b1), bias fused with the activation */
+    matmul(s->gemm, s->inter, s->x, w->f1_w, T, H, I);
+    PAR_ROWS(nt, T)
+    {
+        size_t t0, t1;
+        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__bias_act_forward(s->inter + t0 * I, w->f1_b, t1 - t0, I,
+                               c->act);
+    }
+    /* x = LayerNorm(x + (inter W2^T + b2)) */
+    matmul(s->gemm, s->tmp, s->inter, w->f2_w, T, I, H);
+    PAR_ROWS(nt, T)
+    {
+        size_t t0, t1;
+        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
+                                         w->f2_b, w->ln2_w, w->ln2_b, t1 - t0,
+                                         H, eps);
+    }
+}
 
+/* The last layer when only the [CLS] rows are read: keys and values for
+ * all T rows (every query attends to them), everything else for the B
+ * [CLS] rows, gathered into row b of the buffers (B <= T rows fit) and
+ * written back to the sequences' first rows of s->x.  Each [CLS] row goes
+ * through the same operations as in layer_forward; only the products'
+ * row counts differ, which may change the last float bits. */
+static void layer_forward_cls(bert_session *s, const bert_input *in,
+                              size_t batch, size_t T, const bert_layer_w *w)
+{
+    const bert_config *c = &s->m->cfg.pub;
+    size_t H = c->hidden, I = c->intermediate, B = batch;
+    float eps = c->layer_norm_eps;
+    linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
+    linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
+    float *xc = s->tmp; /* (B,H) the [CLS] rows */
+    for (size_t b = 0, o = 0; b < B; o += in[b++].n)
+        memcpy(xc + b * H, s->x + o * H, H * sizeof *xc);
+    linear(s->gemm, s->q, xc, w->q_w, w->q_b, B, H, H);
+    attention_forward(s, in, batch, 1); /* s->ctx rows 0..B-1 */
+    float *y = s->q; /* the queries are used up */
+    matmul(s->gemm, y, s->ctx, w->o_w, B, H, H);
+    bert__bias_add_layernorm_forward(xc, y, w->o_b, w->ln1_w, w->ln1_b, B, H,
+                                     eps);
+    matmul(s->gemm, s->inter, xc, w->f1_w, B, H, I);
+    bert__bias_act_forward(s->inter, w->f1_b, B, I, c->act);
+    matmul(s->gemm, y, s->inter, w->f2_w, B, I, H);
+    bert__bias_add_layernorm_forward(xc, y, w->f2_b, w->ln2_w, w->ln2_b, B, H,
+                                     eps);
+    for (size_t b = 0, o = 0; b < B; o += in[b++].n)
+        memcpy(s->x + o * H, xc + b * H, H * sizeof *xc);
+}
+
+void bert__encoder_forward(bert_session *s, const bert_input *in,
+                           size_t batch, size_t T, int cls_only)
+{
+    const bert_model *m = s->m;
+    size_t L = m->cfg.pub.layers;
+    size_t full = cls_only && L > 0 ? L - 1 : L; /* layers on all rows */
     int nt = s->n_threads;
     embeddings_forward(m, s->x, in, batch, nt);
     if (nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
-        attention_threads(s, batch) == nt) {
-        layers_rowsplit(s, in, batch, T, nt);
-        return;
-    }
-    for (size_t l = 0; l < c->layers; l++) {
-        const bert_layer_w *w = &m->w.layers[l];
-        linear(s->gemm, s->q, s->x, w->q_w, w->q_b, T, H, H);
-        linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
-        linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
-        attention_forward(s, in, batch);
-        /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
-        matmul(s->gemm, s->tmp, s->ctx, w->o_w, T, H, H);
-        PAR_ROWS(nt, T)
-        {
-            size_t t0, t1;
-            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-            bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
-                                             w->o_b, w->ln1_w, w->ln1_b,
-                                             t1 - t0, H, eps);
-        }
-        /* inter = act(x W1^T + b1), bias fused with the activation */
-        matmul(s->gemm, s->inter, s->x, w->f1_w, T, H, I);
-        PAR_ROWS(nt, T)
-        {
-            size_t t0, t1;
-            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-            bert__bias_act_forward(s->inter + t0 * I, w->f1_b, t1 - t0, I,
-                                   c->act);
-        }
-        /* x = LayerNorm(x + (inter W2^T + b2)) */
-        matmul(s->gemm, s->tmp, s->inter, w->f2_w, T, I, H);
-        PAR_ROWS(nt, T)
-        {
-            size_t t0, t1;
-            row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-            bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
-                                             w->f2_b, w->ln2_w, w->ln2_b,
-                                             t1 - t0, H, eps);
-        }
-    }
+        attention_threads(s, batch) == nt)
+        layers_rowsplit(s, in, batch, T, full, nt);
+    else
+        for (size_t l = 0; l < full; l++)
+            layer_forward(s, in, batch, T, &m->w.layers[l]);
+    if (full < L)
+        layer_forward_cls(s, in, batch, T, &m->w.layers[L - 1]);
 }

@@ -100,9 +100,13 @@ int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
 int bert__session_reserve(bert_session *s, size_t T, size_t maxn);
 
 /* Encoder: embeddings + L layers on the packed batch; result in s->x (T,H).
- * Inputs are validated by the caller. */
+ * With cls_only, only the first row of each sequence is final (the other
+ * rows hold the previous layer's states): for callers that read nothing
+ * else (pooler, sequence logits), the last layer then computes keys and
+ * values for all rows but the rest for the [CLS] rows only.  Inputs are
+ * validated by the caller. */
 void bert__encoder_forward(bert_session *s, const bert_input *in,
-                           size_t batch, size_t T);
+                           size_t batch, size_t T, int cls_only);
 
 /* Heads on s->x: pooler (B,H), sequence logits (B,C), token logits (T,C).
  * Any output may be NULL. */

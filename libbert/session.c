@@ -187,7 +187,11 @@ int bert_session_run(bert_session *s, const bert_input *in, size_t batch,
                                   "out of memory growing the arena to %zu "
                                   "tokens",
                                   T);
-    bert__encoder_forward(s, in, batch, T);
+    /* The sequence heads read only the [CLS] rows: unless the caller wants
+     * every hidden state, the last layer computes only what those rows need
+     * (BERT-base: 7% less work, a 6-layer model 14%). */
+    int cls_only = !out->hidden && c->task != BERT_TASK_TOKEN;
+    bert__encoder_forward(s, in, batch, T, cls_only);
     bert__heads_forward(s, in, batch, T, m->has_pooler_out ? out->pooler : NULL,
                         c->task != BERT_TASK_BASE ? out->logits : NULL);
     if (out->hidden)

@@ -100,6 +100,8 @@ static void free_expected(expected *e)
 
 typedef struct maxdiff {
     double logits, pooler, hidden;
+    double cls; /* logits and pooler of the run without hidden states (the
+                   [CLS]-only last layer) */
 } maxdiff;
 
 static void upd(double *m, double d)
@@ -157,6 +159,26 @@ static int run_compare(bert_session *s, const bert_model *m, const expected *e,
             for (size_t i = 0; i < C; i++)
                 upd(&md->logits, fabs((double)logits[(b - b0) * C + i] -
                                       e->logits[b * e->C + i]));
+    }
+    /* Again without hidden states: sequence models then compute the last
+     * layer for the [CLS] rows only. */
+    if (!e->token_logits) {
+        memset(pooler, 0xff, B * H * sizeof(float)); /* NaN if not written */
+        memset(logits, 0xff, nlog * sizeof(float));
+        bert_outputs cls_out = {logits, pooler, NULL};
+        rc = bert_session_run(s, in, B, &cls_out);
+        if (rc != BERT_OK)
+            upd(&md->cls, INFINITY);
+        for (size_t b = b0; rc == BERT_OK && b < b1; b++) {
+            if (e->pooler)
+                for (size_t i = 0; i < H; i++)
+                    upd(&md->cls, fabs((double)pooler[(b - b0) * H + i] -
+                                       e->pooler[b * H + i]));
+            if (e->logits)
+                for (size_t i = 0; i < C; i++)
+                    upd(&md->cls, fabs((double)logits[(b - b0) * C + i] -
+                                       e->logits[b * e->C + i]));
+        }
     }
     free(hidden);
     free(pooler);
@@ -260,7 +282,7 @@ static void check_fixture(const char *name)
 #endif
     CU_ASSERT(tok_ok);
 
-    maxdiff all = {0, 0, 0};
+    maxdiff all = {0, 0, 0, 0};
     for (int threads = 1; threads <= 2; threads++) {
         bert_session_params sp = bert_session_default_params();
         sp.n_threads = threads;
@@ -268,31 +290,36 @@ static void check_fixture(const char *name)
         bert_session *s = NULL;
         rc = bert_session_create(m, &sp, &s, &err);
         CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
-        maxdiff batched = {0, 0, 0}, single = {0, 0, 0};
+        maxdiff batched = {0, 0, 0, 0}, single = {0, 0, 0, 0};
         CU_ASSERT(run_compare(s, m, &e, ids, types, lens, 0, e.B, &batched) ==
                   0);
         for (size_t b = 0; b < e.B; b++)
             CU_ASSERT(run_compare(s, m, &e, ids, types, lens, b, b + 1,
                                   &single) == 0);
         printf("\n  %s threads=%d batched: logits %.3g pooler %.3g hidden "
-               "%.3g; single: logits %.3g pooler %.3g hidden %.3g",
+               "%.3g cls-only %.3g; single: logits %.3g pooler %.3g hidden "
+               "%.3g cls-only %.3g",
                name, threads, batched.logits, batched.pooler, batched.hidden,
-               single.logits, single.pooler, single.hidden);
+               batched.cls, single.logits, single.pooler, single.hidden,
+               single.cls);
         upd(&all.logits, batched.logits);
         upd(&all.logits, single.logits);
         upd(&all.pooler, batched.pooler);
         upd(&all.pooler, single.pooler);
         upd(&all.hidden, batched.hidden);
         upd(&all.hidden, single.hidden);
+        upd(&all.cls, batched.cls);
+        upd(&all.cls, single.cls);
         bert_session_free(s);
     }
     printf("\n  %s: largest difference logits %.3g pooler %.3g hidden %.3g "
-           "(tokenizer ids %s)\n",
-           name, all.logits, all.pooler, all.hidden,
+           "cls-only %.3g (tokenizer ids %s)\n",
+           name, all.logits, all.pooler, all.hidden, all.cls,
            tok_ok ? "match" : "DIFFER");
     CU_ASSERT(all.logits <= TOL);
     CU_ASSERT(all.pooler <= TOL);
     CU_ASSERT(all.hidden <= TOL);
+    CU_ASSERT(all.cls <= TOL);
     if (e.logits)
         CU_ASSERT(bert_model_config(m)->num_labels == e.C);
     free(ids);
