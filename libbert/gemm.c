@@ -21,6 +21,25 @@ struct bert_gemm_ctx {
     cntx_t cntx;
 };
 
+/* BLIS's zen3 context sends a product to its small-matrix ("sup") kernels
+ * when m < 512, n < 200 or k < 240.  For libbert's operands (weights read
+ * transposed, k-contiguous) those are dot-product kernels, and on a Zen 4
+ * core they lose to the packed path from 16 rows: X(128,768) W^T runs at 77
+ * GFLOP/s against 95 packed, X(128,3072) W^T (the feed-forward output) at
+ * 37 against 94; so a BERT-base 1 x 128 forward spent a third of its time
+ * in products that take 15 ms packed.  Measured crossovers (EPYC Zen 4 VM,
+ * 1 thread, cold weights; docs/performance.md): dense products from 16
+ * rows, Q K^T from 64-128 keys; P V (n = head size) stays faster on the
+ * small-matrix kernels up to 512 keys.  Hence m < 16, n < 65 or k < 32. */
+static void tune_zen3(cntx_t *cx)
+{
+    if (bli_arch_query_id() != BLIS_ARCH_ZEN3)
+        return;
+    bli_blksz_set_def(16, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_MT]);
+    bli_blksz_set_def(65, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_NT]);
+    bli_blksz_set_def(32, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_KT]);
+}
+
 bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
                                           bert_gemm_kernels kernels)
 {
@@ -36,6 +55,7 @@ bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
         g->avx512 = bert__blis_cntx_avx512(&g->cntx);
     else {
         memcpy(&g->cntx, bli_gks_query_cntx(), sizeof g->cntx);
+        tune_zen3(&g->cntx);
         g->avx512 = 0;
     }
     return g;

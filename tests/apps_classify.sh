@@ -271,8 +271,8 @@ grep -q "line $((lines + 1)): unterminated quoted field" "$tmp/e" || die "window
 # batch; texts of 10 words or more ensure it here), so sorting changes
 # nothing, bit for bit.  (The number of threads may: the attention of a long
 # text is split differently, so each thread count has its own reference.)
-# BLIS's own kernels switch at other sizes (zen3: 512 rows), so elsewhere
-# the scores may differ in the last bits.
+# BLIS's zen3 context switches at 16 rows, so there the head of a batch of
+# 16 or more texts rounds differently: scores may differ in the last bits.
 S=$top_srcdir/data/sentiment
 kernels=$("$top_builddir/apps/bert-bench" --shape bert-tiny --batch 1 --seq 8 --reps 1 \
           --min-time 0.01 --no-peak --no-blis --json 2>/dev/null |
