@@ -29,8 +29,11 @@ static void row_range(size_t T, int id, int nt, size_t *t0, size_t *t1)
 }
 
 #ifdef _OPENMP
+/* _Pragma takes a string, in which macro parameters are not replaced: the
+ * arguments go through PRAGMA's # first. */
+#define PRAGMA(x) _Pragma(#x)
 #define PAR_ROWS(nt, T)                                                       \
-    _Pragma("omp parallel num_threads(nt) if (nt > 1 && T >= 32)")
+    PRAGMA(omp parallel num_threads(nt) if ((nt) > 1 && (T) >= 32))
 #define THREAD_ID() omp_get_thread_num()
 #define THREAD_COUNT() omp_get_num_threads()
 #else
@@ -239,6 +242,24 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
  * better on a quiet machine; from 128 rows per thread they are even). */
 #define ROWSPLIT_MIN_ROWS 64
 
+/* x = LayerNorm(x + (y + b)) on R rows (H wide), split by rows among the
+ * session's threads between BLIS calls. */
+static void add_layernorm(const bert_session *s, float *x, const float *y,
+                          const float *b, const float *gamma,
+                          const float *beta, size_t R)
+{
+    const bert_config *c = &s->m->cfg.pub;
+    size_t H = c->hidden;
+    int nt = s->n_threads;
+    PAR_ROWS(nt, R)
+    {
+        size_t t0, t1;
+        row_range(R, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__bias_add_layernorm_forward(x + t0 * H, y + t0 * H, b, gamma,
+                                         beta, t1 - t0, H, c->layer_norm_eps);
+    }
+}
+
 /* One layer on all T rows, dense products threaded by BLIS, element-wise
  * passes split by rows between them. */
 static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
@@ -246,7 +267,6 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate;
-    float eps = c->layer_norm_eps;
     int nt = s->n_threads;
     linear(s->gemm, s->q, s->x, w->q_w, w->q_b, T, H, H);
     linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
@@ -254,14 +274,7 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
     attention_forward(s, in, batch, 0);
     /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
     matmul(s->gemm, s->tmp, s->ctx, w->o_w, T, H, H);
-    PAR_ROWS(nt, T)
-    {
-        size_t t0, t1;
-        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-        bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
-                                         w->o_b, w->ln1_w, w->ln1_b, t1 - t0,
-                                         H, eps);
-    }
+    add_layernorm(s, s->x, s->tmp, w->o_b, w->ln1_w, w->ln1_b, T);
     /* inter = act(x W1^T + b1), bias fused with the activation */
     matmul(s->gemm, s->inter, s->x, w->f1_w, T, H, I);
     PAR_ROWS(nt, T)
@@ -273,14 +286,7 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
     }
     /* x = LayerNorm(x + (inter W2^T + b2)) */
     matmul(s->gemm, s->tmp, s->inter, w->f2_w, T, I, H);
-    PAR_ROWS(nt, T)
-    {
-        size_t t0, t1;
-        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-        bert__bias_add_layernorm_forward(s->x + t0 * H, s->tmp + t0 * H,
-                                         w->f2_b, w->ln2_w, w->ln2_b, t1 - t0,
-                                         H, eps);
-    }
+    add_layernorm(s, s->x, s->tmp, w->f2_b, w->ln2_w, w->ln2_b, T);
 }
 
 /* The last layer when only the [CLS] rows are read: keys and values for
@@ -294,7 +300,6 @@ static void layer_forward_cls(bert_session *s, const bert_input *in,
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate, B = batch;
-    float eps = c->layer_norm_eps;
     linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
     linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
     float *xc = s->tmp; /* (B,H) the [CLS] rows */
@@ -304,13 +309,11 @@ static void layer_forward_cls(bert_session *s, const bert_input *in,
     attention_forward(s, in, batch, 1); /* s->ctx rows 0..B-1 */
     float *y = s->q; /* the queries are used up */
     matmul(s->gemm, y, s->ctx, w->o_w, B, H, H);
-    bert__bias_add_layernorm_forward(xc, y, w->o_b, w->ln1_w, w->ln1_b, B, H,
-                                     eps);
+    add_layernorm(s, xc, y, w->o_b, w->ln1_w, w->ln1_b, B);
     matmul(s->gemm, s->inter, xc, w->f1_w, B, H, I);
     bert__bias_act_forward(s->inter, w->f1_b, B, I, c->act);
     matmul(s->gemm, y, s->inter, w->f2_w, B, I, H);
-    bert__bias_add_layernorm_forward(xc, y, w->f2_b, w->ln2_w, w->ln2_b, B, H,
-                                     eps);
+    add_layernorm(s, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B);
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
         memcpy(s->x + o * H, xc + b * H, H * sizeof *xc);
 }
