@@ -4,8 +4,9 @@
  *
  * The context is a private copy of BLIS's default one.  Where BLIS runs its
  * AVX2 kernels on an AVX-512 CPU, the copy's sgemm micro-kernel is libbert's
- * AVX-512 kernel (gemm_avx512.h says why and when); products with a
- * dimension below 40 keep BLIS's own small-matrix kernels. */
+ * AVX-512 kernel (gemm_avx512.h says why and when; products with a
+ * dimension below 40 keep BLIS's own small-matrix kernels).  In BLIS's zen3
+ * context only the small-matrix thresholds change (tune_zen3). */
 #include "libbert/gemm.h"
 
 #include <blis.h>
