@@ -176,11 +176,10 @@ typedef struct bert_outputs {
  * Outputs not produced by the model (pooler without a pooler, logits of a
  * base model) are left untouched.  Results equal running each sequence
  * alone (up to float rounding: BLIS may block differently).  On failure no
- * output is written.  Without out->hidden, all but token-classification models
- * run the last layer
- * for each sequence's first ([CLS]) row only, the one the pooler and
- * classifier read: same logits up to float rounding, 7% less work for
- * BERT-base. */
+ * output is written.  Without out->hidden, all but token-classification
+ * models run the last layer for each sequence's first ([CLS]) row only, the
+ * one the pooler and classifier read: same outputs up to float rounding, 7%
+ * less work for BERT-base. */
 BERT_API int bert_session_run(bert_session *s, const bert_input *in,
                               size_t batch, const bert_outputs *out);
 
