@@ -47,6 +47,7 @@
 #include "apps/common.h"
 #include "bench/random_model.h"
 #include "libbert/bert.h"
+#include "libbert/gemm.h"
 #include "libbert/gemm_avx512.h"
 
 static const char usage[] =
@@ -688,11 +689,13 @@ int main(int argc, char **argv)
                                         (size_t)sh->inter, o.threads, &cx);
     }
     double load = loadavg1();
-    /* What bert_session_create chose (BERT_GEMM_AUTO). */
-    char gemm_kernels[32] = "avx512";
-    if (!bert__avx512_kernel_preferred())
-        snprintf(gemm_kernels, sizeof gemm_kernels, "blis-%s",
-                 bli_arch_string(bli_arch_query_id()));
+    /* What bert_session_create chooses: gemm.c's BERT_GEMM_AUTO. */
+    bert_gemm_ctx *auto_ctx = bert__gemm_ctx_create(1);
+    char gemm_kernels[32] = "?";
+    if (auto_ctx)
+        snprintf(gemm_kernels, sizeof gemm_kernels, "%s",
+                 bert__gemm_ctx_kernels(auto_ctx));
+    bert__gemm_ctx_free(auto_ctx);
     if (o.json) {
         printf("{\"engine\":\"libbert\",\"model\":\"%s\",\"threads\":%d,"
                "\"batch\":%zu,\"seq\":%zu,\"tokens\":%zu,\"iters\":%zu,"

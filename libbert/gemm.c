@@ -10,6 +10,7 @@
 #include "libbert/gemm.h"
 
 #include <blis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@
 struct bert_gemm_ctx {
     rntm_t rntm;
     int n_threads;
-    int avx512; /* 1 when cntx runs libbert's AVX-512 kernel */
+    char kernels[32]; /* "avx512" or "blis-<configuration>" */
     cntx_t cntx;
 };
 
@@ -52,12 +53,13 @@ bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
     bert__gemm_ctx_set_threads(g, n_threads);
     int want = kernels == BERT_GEMM_AVX512 ||
                (kernels == BERT_GEMM_AUTO && bert__avx512_kernel_preferred());
-    if (want)
-        g->avx512 = bert__blis_cntx_avx512(&g->cntx);
+    if (want && bert__blis_cntx_avx512(&g->cntx))
+        strcpy(g->kernels, "avx512");
     else {
         memcpy(&g->cntx, bli_gks_query_cntx(), sizeof g->cntx);
         tune_zen3(&g->cntx);
-        g->avx512 = 0;
+        snprintf(g->kernels, sizeof g->kernels, "blis-%s",
+                 bli_arch_string(bli_arch_query_id()));
     }
     return g;
 }
@@ -69,19 +71,7 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
 
 const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g)
 {
-    if (g && g->avx512)
-        return "avx512";
-    switch (bli_arch_query_id()) {
-    case BLIS_ARCH_SKX: return "blis-skx";
-    case BLIS_ARCH_KNL: return "blis-knl";
-    case BLIS_ARCH_HASWELL: return "blis-haswell";
-    case BLIS_ARCH_SANDYBRIDGE: return "blis-sandybridge";
-    case BLIS_ARCH_ZEN3: return "blis-zen3";
-    case BLIS_ARCH_ZEN2: return "blis-zen2";
-    case BLIS_ARCH_ZEN: return "blis-zen";
-    case BLIS_ARCH_GENERIC: return "blis-generic";
-    default: return "blis-other";
-    }
+    return g->kernels;
 }
 
 void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads)

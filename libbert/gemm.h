@@ -31,7 +31,8 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads);
 /* The same with a chosen kernel (tests and benchmarks compare them). */
 bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
                                           bert_gemm_kernels kernels);
-/* "avx512" or "blis-<BLIS configuration>" (e.g. "blis-zen3"); static. */
+/* "avx512" or "blis-<BLIS configuration>" (e.g. "blis-zen3"); lives as
+ * long as g. */
 const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g);
 /* Changes the thread count (>= 1; smaller values mean 1). */
 void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads);

@@ -55,7 +55,7 @@ static int bert__cpu_has_avx512(void);
  * context against 329 ms with the AVX-512 kernel, 1 x 512 1014 / 1101 ms;
  * docs/performance.md).  Skylake-X servers that BLIS recognises get its own
  * skx kernels. */
-static int bert__avx512_kernel_preferred(void)
+static inline int bert__avx512_kernel_preferred(void)
 {
     return bert__cpu_has_avx512() && bli_arch_query_id() == BLIS_ARCH_HASWELL;
 }
