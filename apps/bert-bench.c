@@ -48,19 +48,21 @@
 #include "bench/random_model.h"
 #include "libbert/bert.h"
 #include "libbert/gemm.h"
-#include "libbert/gemm_avx512.h"
+#include "libbert/cpu.h"
 
 static const char usage[] =
     "usage: bert-bench [--model DIR | --shape NAME] [--batch N]\n"
     "                  [--seq N | --mixed MIN-MAX | --lengths L1,L2,...]\n"
     "                  [--threads N] [--reps N] [--min-time S]\n"
     "                  [--text FILE] [--vocab FILE] [--quiet-wait S]\n"
+    "                  [--kernels auto|avx512|avx2|blis]\n"
     "                  [--no-peak] [--no-blis] [--json]\n";
 
 typedef struct opts {
     const char *model, *shape, *text, *vocab, *lengths;
     size_t batch, seq, mix_lo, mix_hi;
     int threads, reps, json, no_peak, no_blis;
+    bert_kernels kernels;
     double min_time, quiet_wait;
 } opts;
 
@@ -180,10 +182,8 @@ static double fma_peak(int threads, int *width)
 {
     *width = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    int w = bert__cpu_has_avx512() ? 512
-            : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-                ? 256 : 0;
+    unsigned f = bert__cpu_features();
+    int w = f & BERT_CPU_AVX512 ? 512 : f & BERT_CPU_AVX2 ? 256 : 0;
     if (!w)
         return 0;
     *width = w;
@@ -216,47 +216,52 @@ static double fma_peak(int threads, int *width)
 #endif
 }
 
-/* ---- BLIS alone on the model's shapes ------------------------------------- */
+/* ---- the product layer alone on the model's shapes ----------------------- */
 
 /* The dense products of one encoder layer on T packed tokens, each as
- * libbert calls them: Y (T,out) = X (T,in) W^T with W (out,in) row-major.
- * Returns GFLOP/s (total flops / sum of per-shape median times). */
-static double blis_layer_gflops(size_t T, size_t H, size_t I, int threads,
-                                cntx_t *cx)
+ * libbert calls them: Y (T,out) = X (T,in) W^T with W (out,in) row-major,
+ * through the product layer with the given tier (weights packed once, as a
+ * model is, where the tier is libbert's).  Returns GFLOP/s (total flops /
+ * sum of per-shape median times), 0 when the tier is not available. */
+static double layer_gflops(size_t T, size_t H, size_t I, int threads,
+                           bert_kernels tier)
 {
     const size_t shp[6][2] = {{H, H}, {H, H}, {H, H}, {H, H}, {I, H}, {H, I}};
     size_t maxw = I * H, maxx = T * (I > H ? I : H);
     float *W = malloc(maxw * sizeof *W), *X = malloc(maxx * sizeof *X),
           *Y = malloc(maxx * sizeof *Y);
-    if (!W || !X || !Y) {
+    bert_gemm_ctx *g = bert__gemm_ctx_create(threads, tier, NULL, 0);
+    if (!W || !X || !Y || !g) {
         free(W), free(X), free(Y);
+        bert__gemm_ctx_free(g);
         return 0;
     }
     for (size_t i = 0; i < maxw; i++)
         W[i] = (float)((i * 7919) % 1000) * 1e-4f - 0.05f;
     for (size_t i = 0; i < maxx; i++)
         X[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
-    rntm_t rn = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads, &rn);
-    float one = 1, zero = 0;
     double flops = 0, tsum = 0;
     for (int s = 0; s < 6; s++) {
-        dim_t out = (dim_t)shp[s][0], in = (dim_t)shp[s][1];
+        size_t out = shp[s][0], in = shp[s][1];
+        bert_wmat wm = {W, NULL, out, in};
+        if (tier != BERT_KERNELS_BLIS && bert__wmat_pack(&wm, threads) != 0)
+            break;
         double t[7];
         int reps = 7;
         for (int r = -1; r < reps; r++) {
             double t0 = now_s();
-            bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)T, out, in,
-                         &one, X, in, 1, W, 1, in, &zero, Y, out, 1, cx, &rn);
+            bert__gemm_w(g, -1, T, X, in, &wm, 0.0f, Y, out);
             if (r >= 0)
                 t[r] = now_s() - t0;
         }
+        bert__wmat_free(&wm);
         qsort(t, (size_t)reps, sizeof t[0], cmp_double);
         flops += 2.0 * (double)T * (double)out * (double)in;
         tsum += t[reps / 2];
     }
     free(W), free(X), free(Y);
-    return flops / tsum / 1e9;
+    bert__gemm_ctx_free(g);
+    return tsum > 0 ? flops / tsum / 1e9 : 0;
 }
 
 /* ---- inputs --------------------------------------------------------------- */
@@ -371,6 +376,7 @@ static int load_shape(const opts *o, const bench_shape *sh, bert_model **m,
     }
     if (!rc) {
         bert_model_params mp = bert_model_default_params();
+        mp.kernels = o->kernels;
         mp.load_tokenizer = o->vocab != NULL;
         bert_error e;
         if ((rc = bert_model_load(dir, &mp, m, &e)))
@@ -462,6 +468,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--text")) o.text = v;
         else if (!strcmp(a, "--vocab")) o.vocab = v;
         else if (!strcmp(a, "--lengths")) o.lengths = v;
+        else if (!strcmp(a, "--kernels") && bert__kernels_parse(v) >= 0)
+            o.kernels = (bert_kernels)bert__kernels_parse(v);
         else if (!strcmp(a, "--batch") && !parse_size(v, &z)) o.batch = z;
         else if (!strcmp(a, "--seq") && !parse_size(v, &z)) o.seq = z;
         else if (!strcmp(a, "--threads") && !parse_size(v, &z) && z <= 1024)
@@ -512,6 +520,7 @@ int main(int argc, char **argv)
         bert_error e;
         bert_model_params mp = bert_model_default_params();
         mp.load_tokenizer = o.text != NULL;
+        mp.kernels = o.kernels;
         if (bert_model_load(o.model, &mp, &m, &e)) {
             fprintf(stderr, "bert-bench: %s\n", e.text);
             return EXIT_BADINPUT;
@@ -529,6 +538,7 @@ int main(int argc, char **argv)
 
     bert_session_params sp = bert_session_default_params();
     sp.n_threads = o.threads;
+    sp.kernels = o.kernels;
     bert_session *s = NULL;
     bert_error e;
     if (bert_session_create(m, &sp, &s, &e)) {
@@ -676,26 +686,23 @@ int main(int argc, char **argv)
     int width = 0;
     double peak = o.no_peak ? 0 : fma_peak(o.threads, &width);
     double peak1 = o.no_peak ? 0 : o.threads == 1 ? peak : fma_peak(1, &width);
-    double blis = 0, blis512 = 0;
+    double blis = 0, own = 0;
+    int packed = 0;
+    const char *kernels = bert_session_kernels(s, &packed);
+    bert_kernels tier = (bert_kernels)bert__kernels_parse(kernels);
     if (!o.no_blis) {
         size_t T = o.text ? r.tokens / (r.batch ? r.batch : 1) * o.batch : r.tokens;
         if (T == 0)
             T = 1;
-        cntx_t cx;
-        blis = blis_layer_gflops(T, (size_t)sh->hidden, (size_t)sh->inter,
-                                 o.threads, NULL);
-        if (bert__blis_cntx_avx512(&cx))
-            blis512 = blis_layer_gflops(T, (size_t)sh->hidden,
-                                        (size_t)sh->inter, o.threads, &cx);
+        blis = layer_gflops(T, (size_t)sh->hidden, (size_t)sh->inter,
+                            o.threads, BERT_KERNELS_BLIS);
+        if (tier != BERT_KERNELS_BLIS && (int)tier >= 0)
+            own = layer_gflops(T, (size_t)sh->hidden, (size_t)sh->inter,
+                               o.threads, tier);
     }
     double load = loadavg1();
-    /* What bert_session_create chooses: gemm.c's BERT_GEMM_AUTO. */
-    bert_gemm_ctx *auto_ctx = bert__gemm_ctx_create(1);
-    char gemm_kernels[32] = "?";
-    if (auto_ctx)
-        snprintf(gemm_kernels, sizeof gemm_kernels, "%s",
-                 bert__gemm_ctx_kernels(auto_ctx));
-    bert__gemm_ctx_free(auto_ctx);
+    char feats[128];
+    bert__cpu_feature_names(bert__cpu_features(), feats, sizeof feats);
     if (o.json) {
         printf("{\"engine\":\"libbert\",\"model\":\"%s\",\"threads\":%d,"
                "\"batch\":%zu,\"seq\":%zu,\"tokens\":%zu,\"iters\":%zu,"
@@ -703,14 +710,15 @@ int main(int argc, char **argv)
                "\"seq_per_s\":%.2f,"
                "\"gflops\":%.1f,\"peak_gflops\":%.1f,\"peak_1t_gflops\":%.1f,"
                "\"peak_vector_bits\":%d,\"pct_of_peak\":%.1f,"
-               "\"blis_gflops\":%.1f,\"blis_avx512_ctx_gflops\":%.1f,"
+               "\"blis_gflops\":%.1f,\"kernels_gflops\":%.1f,"
                "\"load_s\":%.3f,\"loadavg1\":%.2f,\"foreign_cores\":%.2f,"
-               "\"foreign_before\":%.2f,\"gemm_kernels\":\"%s\"",
+               "\"foreign_before\":%.2f,\"gemm_kernels\":\"%s\","
+               "\"packed\":%d,\"cpu_features\":\"%s\"",
                name, o.threads, r.batch, r.maxlen, r.tokens, r.iters,
                r.median_ms, r.min_ms, r.cpu_median_ms, r.seq_per_s, r.gflops,
                peak, peak1, width,
-               peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, blis512, load_s,
-               load, r.foreign, r.foreign_before, gemm_kernels);
+               peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, own, load_s,
+               load, r.foreign, r.foreign_before, kernels, packed, feats);
         if (o.text)
             printf(",\"text_mb\":%.3f,\"tokenize_s\":%.3f,\"run_s\":%.3f,"
                    "\"tokenizer_share\":%.4f",
@@ -719,7 +727,8 @@ int main(int argc, char **argv)
     } else {
         printf("model        %s (L=%d H=%d heads=%d I=%d), loaded in %.0f ms\n",
                name, sh->layers, sh->hidden, sh->heads, sh->inter, 1e3 * load_s);
-        printf("threads      %d, sgemm kernels %s\n", o.threads, gemm_kernels);
+        printf("threads      %d, kernels %s (%s weights; cpu: %s)\n",
+               o.threads, kernels, packed ? "packed" : "unpacked", feats);
         if (o.text) {
             printf("text         %s: %zu lines, %.2f MB, %zu tokens\n", o.text,
                    r.batch, text_mb, r.tokens);
@@ -743,9 +752,9 @@ int main(int argc, char **argv)
                    "1 thread %.1f): encoder at %.1f%%\n",
                    peak, o.threads, width, peak1, 100.0 * r.gflops / peak);
         if (!o.no_blis)
-            printf("blis sgemm   %.1f GFLOP/s (BLIS default context), %.1f "
-                   "(libbert AVX-512 context) on one layer's dense shapes\n",
-                   blis, blis512);
+            printf("one layer    %.1f GFLOP/s BLIS sgemm, %.1f %s kernels "
+                   "(packed) on its dense shapes\n",
+                   blis, own, kernels);
         printf("machine      load average %.2f, other processes used %.2f "
                "cores meanwhile\n",
                load, r.foreign);

@@ -42,23 +42,20 @@ static void row_range(size_t T, int id, int nt, size_t *t0, size_t *t1)
 #define THREAD_COUNT() 1
 #endif
 
-/* y (T,OC) = x (T,C) W^T, no bias (the caller's epilogue adds it). */
+/* y (T,OC) = x (T,C) W^T, no bias (the caller's epilogue adds it); W
+ * packed once at load where the session's kernels are libbert's. */
 static void matmul(const bert_gemm_ctx *g, float *y, const float *x,
-                   const float *W, size_t T, size_t C, size_t OC)
+                   const bert_wmat *W, size_t T)
 {
-    bert__sgemm(g, T, OC, C, 1.0f, x, (ptrdiff_t)C, 1, W, 1, (ptrdiff_t)C,
-                0.0f, y, (ptrdiff_t)OC, 1);
+    bert__gemm_w(g, -1, T, x, W->k, W, 0.0f, y, W->n);
 }
 
-/* y (T,OC) = x (T,C) W^T + b with W PyTorch's (OC,C): W^T read with strides
- * (1,C), no copy. */
+/* y (T,OC) = x (T,C) W^T + b. */
 static void linear(const bert_gemm_ctx *g, float *y, const float *x,
-                   const float *W, const float *b, size_t T, size_t C,
-                   size_t OC)
+                   const bert_wmat *W, const float *b, size_t T)
 {
-    bert__bias_fill(y, b, T, OC);
-    bert__sgemm(g, T, OC, C, 1.0f, x, (ptrdiff_t)C, 1, W, 1, (ptrdiff_t)C,
-                1.0f, y, (ptrdiff_t)OC, 1);
+    bert__bias_fill(y, b, T, W->n);
+    bert__gemm_w(g, -1, T, x, W->k, W, 1.0f, y, W->n);
 }
 
 /* x (T,H) = LayerNorm(word[id] + type[tt] + pos[t]) per sequence
@@ -101,10 +98,10 @@ static void embeddings_forward(const bert_model *m, float *x,
  * the scores in S (cap floats), query rows in chunks of cap / n so that
  * each thread's slice of the score buffer suffices (rows are independent,
  * so chunking changes nothing numerically).  The scale is the GEMM's
- * alpha.  One thread. */
-static void head_forward(const bert_session *s, float *S, size_t cap,
-                         const float *Q0, float *Ctx0, size_t nq, size_t o,
-                         size_t n, size_t h)
+ * alpha.  One thread, the GEMM's buffers of thread `slot`. */
+static void head_forward(const bert_session *s, int slot, float *S,
+                         size_t cap, const float *Q0, float *Ctx0, size_t nq,
+                         size_t o, size_t n, size_t h)
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, hs = H / c->heads;
@@ -117,11 +114,11 @@ static void head_forward(const bert_session *s, float *S, size_t cap,
         const float *Q = Q0 + r0 * H + h * hs; /* (m,hs) rows H apart */
         float *Ctx = Ctx0 + r0 * H + h * hs;
         /* S = scale Q K^T (K^T read with strides (1,H)) */
-        bert__sgemm1(s->gemm, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
+        bert__sgemm1(s->gemm, slot, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
                      (ptrdiff_t)H, 0.0f, S, (ptrdiff_t)n, 1);
         bert__softmax_forward(S, m, n, n, 1.0f, NULL);
         /* Ctx_h = P V_h, written straight into the merged layout */
-        bert__sgemm1(s->gemm, m, hs, n, 1.0f, S, (ptrdiff_t)n, 1, V,
+        bert__sgemm1(s->gemm, slot, m, hs, n, 1.0f, S, (ptrdiff_t)n, 1, V,
                      (ptrdiff_t)H, 1, 0.0f, Ctx, (ptrdiff_t)H, 1);
     }
 }
@@ -149,10 +146,10 @@ static void attention_tasks(const bert_session *s, const bert_input *in,
         while (cb < b)
             co += in[cb++].n;
         if (cls)
-            head_forward(s, S, slice, s->q + b * H, s->ctx + b * H, 1, co,
-                         in[b].n, h);
+            head_forward(s, id, S, slice, s->q + b * H, s->ctx + b * H, 1,
+                         co, in[b].n, h);
         else
-            head_forward(s, S, slice, s->q + co * H, s->ctx + co * H,
+            head_forward(s, id, S, slice, s->q + co * H, s->ctx + co * H,
                          in[b].n, co, in[b].n, h);
     }
 }
@@ -209,27 +206,24 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
         float *inter = s->inter + t0 * I, *ctx = s->ctx + t0 * H;
         for (size_t l = 0; l < n_layers; l++) {
             const bert_layer_w *w = &m->w.layers[l];
-            const float *Ws[3] = {w->q_w, w->k_w, w->v_w};
+            const bert_layer_mats *mw = &m->mats.layers[l];
+            const bert_wmat *Ws[3] = {&mw->q, &mw->k, &mw->v};
             const float *bs[3] = {w->q_b, w->k_b, w->v_b};
             float *outs[3] = {s->q + t0 * H, s->k + t0 * H, s->v + t0 * H};
             for (int j = 0; j < 3; j++) {
                 bert__bias_fill(outs[j], bs[j], R, H);
-                bert__sgemm1(g, R, H, H, 1.0f, x, (ptrdiff_t)H, 1, Ws[j], 1,
-                             (ptrdiff_t)H, 1.0f, outs[j], (ptrdiff_t)H, 1);
+                bert__gemm_w(g, id, R, x, H, Ws[j], 1.0f, outs[j], H);
             }
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
             attention_tasks(s, in, batch, 0, id, n_th); /* ends with a barrier */
-            bert__sgemm1(g, R, H, H, 1.0f, ctx, (ptrdiff_t)H, 1, w->o_w, 1,
-                         (ptrdiff_t)H, 0.0f, tmp, (ptrdiff_t)H, 1);
+            bert__gemm_w(g, id, R, ctx, H, &mw->o, 0.0f, tmp, H);
             bert__bias_add_layernorm_forward(x, tmp, w->o_b, w->ln1_w,
                                              w->ln1_b, R, H, eps);
-            bert__sgemm1(g, R, I, H, 1.0f, x, (ptrdiff_t)H, 1, w->f1_w, 1,
-                         (ptrdiff_t)H, 0.0f, inter, (ptrdiff_t)I, 1);
+            bert__gemm_w(g, id, R, x, H, &mw->f1, 0.0f, inter, I);
             bert__bias_act_forward(inter, w->f1_b, R, I, c->act);
-            bert__sgemm1(g, R, H, I, 1.0f, inter, (ptrdiff_t)I, 1, w->f2_w, 1,
-                         (ptrdiff_t)I, 0.0f, tmp, (ptrdiff_t)H, 1);
+            bert__gemm_w(g, id, R, inter, I, &mw->f2, 0.0f, tmp, H);
             bert__bias_add_layernorm_forward(x, tmp, w->f2_b, w->ln2_w,
                                              w->ln2_b, R, H, eps);
             /* The next layer's Q/K/V of these rows need only these rows. */
@@ -263,20 +257,21 @@ static void add_layernorm(const bert_session *s, float *x, const float *y,
 /* One layer on all T rows, dense products threaded by BLIS, element-wise
  * passes split by rows between them. */
 static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
-                          size_t T, const bert_layer_w *w)
+                          size_t T, const bert_layer_w *w,
+                          const bert_layer_mats *mw)
 {
     const bert_config *c = &s->m->cfg.pub;
-    size_t H = c->hidden, I = c->intermediate;
+    size_t I = c->intermediate;
     int nt = s->n_threads;
-    linear(s->gemm, s->q, s->x, w->q_w, w->q_b, T, H, H);
-    linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
-    linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
+    linear(s->gemm, s->q, s->x, &mw->q, w->q_b, T);
+    linear(s->gemm, s->k, s->x, &mw->k, w->k_b, T);
+    linear(s->gemm, s->v, s->x, &mw->v, w->v_b, T);
     attention_forward(s, in, batch, 0);
     /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
-    matmul(s->gemm, s->tmp, s->ctx, w->o_w, T, H, H);
+    matmul(s->gemm, s->tmp, s->ctx, &mw->o, T);
     add_layernorm(s, s->x, s->tmp, w->o_b, w->ln1_w, w->ln1_b, T);
     /* inter = act(x W1^T + b1), bias fused with the activation */
-    matmul(s->gemm, s->inter, s->x, w->f1_w, T, H, I);
+    matmul(s->gemm, s->inter, s->x, &mw->f1, T);
     PAR_ROWS(nt, T)
     {
         size_t t0, t1;
@@ -285,7 +280,7 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
                                c->act);
     }
     /* x = LayerNorm(x + (inter W2^T + b2)) */
-    matmul(s->gemm, s->tmp, s->inter, w->f2_w, T, I, H);
+    matmul(s->gemm, s->tmp, s->inter, &mw->f2, T);
     add_layernorm(s, s->x, s->tmp, w->f2_b, w->ln2_w, w->ln2_b, T);
 }
 
@@ -296,23 +291,24 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
  * through the same operations as in layer_forward; only the products'
  * row counts differ, which may change the last float bits. */
 static void layer_forward_cls(bert_session *s, const bert_input *in,
-                              size_t batch, size_t T, const bert_layer_w *w)
+                              size_t batch, size_t T, const bert_layer_w *w,
+                              const bert_layer_mats *mw)
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate, B = batch;
-    linear(s->gemm, s->k, s->x, w->k_w, w->k_b, T, H, H);
-    linear(s->gemm, s->v, s->x, w->v_w, w->v_b, T, H, H);
+    linear(s->gemm, s->k, s->x, &mw->k, w->k_b, T);
+    linear(s->gemm, s->v, s->x, &mw->v, w->v_b, T);
     float *xc = s->tmp; /* (B,H) the [CLS] rows */
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
         memcpy(xc + b * H, s->x + o * H, H * sizeof *xc);
-    linear(s->gemm, s->q, xc, w->q_w, w->q_b, B, H, H);
+    linear(s->gemm, s->q, xc, &mw->q, w->q_b, B);
     attention_forward(s, in, batch, 1); /* s->ctx rows 0..B-1 */
     float *y = s->q; /* the queries are used up */
-    matmul(s->gemm, y, s->ctx, w->o_w, B, H, H);
+    matmul(s->gemm, y, s->ctx, &mw->o, B);
     add_layernorm(s, xc, y, w->o_b, w->ln1_w, w->ln1_b, B);
-    matmul(s->gemm, s->inter, xc, w->f1_w, B, H, I);
+    matmul(s->gemm, s->inter, xc, &mw->f1, B);
     bert__bias_act_forward(s->inter, w->f1_b, B, I, c->act);
-    matmul(s->gemm, y, s->inter, w->f2_w, B, I, H);
+    matmul(s->gemm, y, s->inter, &mw->f2, B);
     add_layernorm(s, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B);
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
         memcpy(s->x + o * H, xc + b * H, H * sizeof *xc);
@@ -331,7 +327,9 @@ void bert__encoder_forward(bert_session *s, const bert_input *in,
         layers_rowsplit(s, in, batch, T, full, nt);
     else
         for (size_t l = 0; l < full; l++)
-            layer_forward(s, in, batch, T, &m->w.layers[l]);
+            layer_forward(s, in, batch, T, &m->w.layers[l],
+                          &m->mats.layers[l]);
     if (full < L)
-        layer_forward_cls(s, in, batch, T, &m->w.layers[L - 1]);
+        layer_forward_cls(s, in, batch, T, &m->w.layers[L - 1],
+                          &m->mats.layers[L - 1]);
 }

@@ -1,85 +1,198 @@
-/* gemm.c - the BLIS wrapper: strided sgemm with a per-session rntm_t and
- * BLIS context.  With gemm_avx512.c, the only files of libbert that include
- * <blis.h>; never touches BLIS's global thread setting or configuration.
+/* gemm.c - libbert's matrix products: tier choice, the five loops around
+ * libbert's micro-kernels, weight packing, and the BLIS tier.
  *
- * The context is a private copy of BLIS's default one.  Where BLIS runs its
- * AVX2 kernels on an AVX-512 CPU, the copy's sgemm micro-kernel is libbert's
- * AVX-512 kernel (gemm_avx512.h says why and when; products with a
- * dimension below 40 keep BLIS's own small-matrix kernels).  In BLIS's zen3
- * context only the small-matrix thresholds change (tune_zen3). */
+ * The loops are BLIS's (docs/KernelsHowTo.md), specialised for y = x W^T:
+ *
+ *   for jc over column blocks  (general B only: pack B into 32-col panels)
+ *    for pc over k by KC        (a KC x 32 micro-panel of B stays in L1)
+ *     for ic over m by MC       (pack an MC x KC block of A, kept in L2)
+ *      for jr over B's panels (NR columns at a time)
+ *       for ir over A's MR-row panels: micro-kernel
+ *
+ * With a packed weight matrix (bert_wmat) the B side is read straight from
+ * the panels made at load, so a product packs only its activations: at 128
+ * rows BLIS would re-pack every weight on every call, which costs about as
+ * much as the arithmetic it feeds (issue #11).
+ *
+ * Threads split the columns (the weight panels) among themselves, each with
+ * its own A block: with few rows, as in one 128-token sequence, that keeps
+ * every thread's share of the weights disjoint and needs no barrier.  With
+ * few columns and many rows, they split rows as well.  No global state: the
+ * packing buffers belong to the context, one set per thread slot.
+ *
+ * Only the BLIS tier calls into BLIS, through bli_sgemm_ex and a private
+ * rntm_t, never BLIS's global thread setting.
+ */
 #include "libbert/gemm.h"
 
 #include <blis.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-#include "libbert/gemm_avx512.h"
+#include "libbert/cpu.h"
+#include "libbert/gemm_kernels.h"
+
+/* Cache blocking shared by both x86 tiers: a KC x 32 micro-panel of B
+ * (32 KB) stays in L1 while the A panels of an MC x KC block (144 KB)
+ * stream from L2; general B products pack NCP panels (512 columns) at a
+ * time. */
+enum { KC = 256, MC = 144, NCP = 16 };
+#define ABUF_FLOATS ((size_t)MC * KC)
+#define BBUF_FLOATS ((size_t)KC * NCP * BERT_PANEL)
+/* Largest MR of the tiers (edge tiles go through a local tile). */
+#define MAX_MR 16
+
+typedef struct tier_info {
+    bert_ukr_fn ukr;
+    size_t mr, nr; /* nr divides BERT_PANEL */
+} tier_info;
 
 struct bert_gemm_ctx {
-    rntm_t rntm;
+    bert_kernels tier;
+    tier_info ti;
     int n_threads;
-    char kernels[32]; /* "avx512" or "blis-<configuration>" */
-    cntx_t cntx;
+    rntm_t rntm;   /* BLIS tier */
+    float *bufs;   /* n_threads x (A block + B block), 64-byte aligned */
+    char name[40];
 };
 
-/* BLIS's zen3 context sends a product to its small-matrix ("sup") kernels
- * when m < 512, n < 200 or k < 240.  For libbert's operands (weights read
- * transposed, k-contiguous) those are dot-product kernels, and on a Zen 4
- * core they lose to the packed path from 16 rows: X(128,768) W^T runs at 77
- * GFLOP/s against 95 packed, X(128,3072) W^T (the feed-forward output) at
- * 37 against 94; so a BERT-base 1 x 128 forward spent a third of its time
- * in products that take 15 ms packed.  Measured crossovers (EPYC Zen 4 VM,
- * 1 thread, cold weights; docs/performance.md): dense products from 16
- * rows, Q K^T from 64-128 keys; P V (n = head size) stays faster on the
- * small-matrix kernels up to 512 keys.  Hence m < 16, n < 65 or k < 32. */
-static void tune_zen3(cntx_t *cx)
+/* ---- tiers ---------------------------------------------------------------- */
+
+bert_kernels bert__kernels_best(void)
 {
-    if (bli_arch_query_id() != BLIS_ARCH_ZEN3)
-        return;
-    bli_blksz_set_def(16, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_MT]);
-    bli_blksz_set_def(65, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_NT]);
-    bli_blksz_set_def(32, BLIS_FLOAT, &cx->l3_sup_thresh[BLIS_KT]);
+    unsigned f = bert__cpu_features();
+#if BERT_HAVE_X86_KERNELS
+    if (f & BERT_CPU_AVX512)
+        return BERT_KERNELS_AVX512;
+    if (f & BERT_CPU_AVX2)
+        return BERT_KERNELS_AVX2;
+#endif
+    (void)f;
+    return BERT_KERNELS_BLIS;
 }
 
-bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
-                                          bert_gemm_kernels kernels)
+int bert__kernels_supported(bert_kernels k, char *why, size_t n)
 {
-    bert_gemm_ctx *g = malloc(sizeof *g);
-    if (!g)
+    unsigned f = bert__cpu_features();
+    const char *miss = NULL;
+    switch (k) {
+    case BERT_KERNELS_AUTO:
+    case BERT_KERNELS_BLIS:
+        return 1;
+    case BERT_KERNELS_AVX512:
+        if (!BERT_HAVE_X86_KERNELS)
+            miss = "the avx512 kernels are built for x86-64 only";
+        else if (!(f & BERT_CPU_AVX512))
+            miss = "this CPU (or OS) lacks AVX-512 F/BW/DQ/VL";
+        break;
+    case BERT_KERNELS_AVX2:
+        if (!BERT_HAVE_X86_KERNELS)
+            miss = "the avx2 kernels are built for x86-64 only";
+        else if (!(f & BERT_CPU_AVX2))
+            miss = "this CPU (or OS) lacks AVX2 and FMA";
+        break;
+    default:
+        miss = "unknown kernel tier";
+    }
+    if (miss && why && n)
+        snprintf(why, n, "%s", miss);
+    return miss == NULL;
+}
+
+const char *bert__kernels_name(bert_kernels k)
+{
+    switch (k) {
+    case BERT_KERNELS_AUTO: return "auto";
+    case BERT_KERNELS_BLIS: return "blis";
+    case BERT_KERNELS_AVX2: return "avx2";
+    case BERT_KERNELS_AVX512: return "avx512";
+    }
+    return "?";
+}
+
+int bert__kernels_parse(const char *s)
+{
+    static const bert_kernels all[] = {BERT_KERNELS_AUTO, BERT_KERNELS_BLIS,
+                                       BERT_KERNELS_AVX2, BERT_KERNELS_AVX512};
+    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(s, bert__kernels_name(all[i])))
+            return (int)all[i];
+    return -1;
+}
+
+/* ---- context -------------------------------------------------------------- */
+
+static size_t slot_floats(void)
+{
+    return ABUF_FLOATS + BBUF_FLOATS;
+}
+
+bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
+                                     size_t why_n)
+{
+    if (k == BERT_KERNELS_AUTO)
+        k = bert__kernels_best();
+    if (!bert__kernels_supported(k, why, why_n))
         return NULL;
+    bert_gemm_ctx *g = calloc(1, sizeof *g);
+    if (!g) {
+        if (why && why_n)
+            snprintf(why, why_n, "out of memory");
+        return NULL;
+    }
+    g->tier = k;
     rntm_t init = BLIS_RNTM_INITIALIZER;
     g->rntm = init;
-    bert__gemm_ctx_set_threads(g, n_threads);
-    int want = kernels == BERT_GEMM_AVX512 ||
-               (kernels == BERT_GEMM_AUTO && bert__avx512_kernel_preferred());
-    if (want && bert__blis_cntx_avx512(&g->cntx))
-        strcpy(g->kernels, "avx512");
-    else {
-        memcpy(&g->cntx, bli_gks_query_cntx(), sizeof g->cntx);
-        tune_zen3(&g->cntx);
-        snprintf(g->kernels, sizeof g->kernels, "blis-%s",
+#if BERT_HAVE_X86_KERNELS
+    if (k == BERT_KERNELS_AVX512)
+        g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR};
+    else if (k == BERT_KERNELS_AVX2)
+        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR};
+#endif
+    if (k == BERT_KERNELS_BLIS)
+        snprintf(g->name, sizeof g->name, "blis-%s",
                  bli_arch_string(bli_arch_query_id()));
+    else
+        snprintf(g->name, sizeof g->name, "%s", bert__kernels_name(k));
+    if (bert__gemm_ctx_set_threads(g, n_threads) != 0) {
+        free(g);
+        if (why && why_n)
+            snprintf(why, why_n, "out of memory");
+        return NULL;
     }
     return g;
 }
 
-bert_gemm_ctx *bert__gemm_ctx_create(int n_threads)
+bert_kernels bert__gemm_ctx_tier(const bert_gemm_ctx *g)
 {
-    return bert__gemm_ctx_create_with(n_threads, BERT_GEMM_AUTO);
+    return g->tier;
 }
 
 const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g)
 {
-    return g->kernels;
+    return g->name;
 }
 
-void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads)
+int bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads)
 {
     if (n_threads < 1)
         n_threads = 1;
+    if (g->tier != BERT_KERNELS_BLIS && (n_threads > g->n_threads || !g->bufs)) {
+        float *b = NULL;
+        size_t bytes = (size_t)n_threads * slot_floats() * sizeof(float);
+        if (posix_memalign((void **)&b, 64, bytes) != 0)
+            return -1;
+        free(g->bufs);
+        g->bufs = b;
+    }
     g->n_threads = n_threads;
     bli_rntm_set_num_threads((dim_t)n_threads, &g->rntm);
+    return 0;
 }
 
 int bert__gemm_ctx_threads(const bert_gemm_ctx *g)
@@ -89,7 +202,308 @@ int bert__gemm_ctx_threads(const bert_gemm_ctx *g)
 
 void bert__gemm_ctx_free(bert_gemm_ctx *g)
 {
+    if (!g)
+        return;
+    free(g->bufs);
     free(g);
+}
+
+/* ---- packing -------------------------------------------------------------- */
+
+/* A (mc,kc) at A with strides (rsa,csa) into MR-row panels: panel r holds
+ * a[p*MR + i] = A(r*MR + i, p); rows past mc are zero. */
+static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
+                   ptrdiff_t csa, size_t mc, size_t kc, size_t MR)
+{
+    for (size_t r = 0; r < mc; r += MR, dst += MR * kc) {
+        size_t mr = mc - r < MR ? mc - r : MR;
+        const float *src = A + (ptrdiff_t)r * rsa;
+        if (csa == 1) {
+            /* Row-major activations: each row is read contiguously. */
+            for (size_t i = 0; i < mr; i++) {
+                const float *s = src + (ptrdiff_t)i * rsa;
+                for (size_t p = 0; p < kc; p++)
+                    dst[p * MR + i] = s[p];
+            }
+        } else {
+            for (size_t p = 0; p < kc; p++)
+                for (size_t i = 0; i < mr; i++)
+                    dst[p * MR + i] =
+                        src[(ptrdiff_t)i * rsa + (ptrdiff_t)p * csa];
+        }
+        for (size_t i = mr; i < MR; i++)
+            for (size_t p = 0; p < kc; p++)
+                dst[p * MR + i] = 0.0f;
+    }
+}
+
+/* B (kc,nc) with strides (rsb,csb) into 32-column panels of kc rows
+ * (dst + j*ld_panel); columns past nc are zero. */
+static void pack_b(float *restrict dst, size_t ld_panel, const float *B,
+                   ptrdiff_t rsb, ptrdiff_t csb, size_t kc, size_t nc)
+{
+    for (size_t j0 = 0; j0 < nc; j0 += BERT_PANEL, dst += ld_panel) {
+        size_t w = nc - j0 < BERT_PANEL ? nc - j0 : BERT_PANEL;
+        for (size_t j = 0; j < w; j++) {
+            const float *s = B + (ptrdiff_t)(j0 + j) * csb;
+            for (size_t p = 0; p < kc; p++)
+                dst[p * BERT_PANEL + j] = s[(ptrdiff_t)p * rsb];
+        }
+        for (size_t j = w; j < BERT_PANEL; j++)
+            for (size_t p = 0; p < kc; p++)
+                dst[p * BERT_PANEL + j] = 0.0f;
+    }
+}
+
+int bert__wmat_pack(bert_wmat *W, int n_threads)
+{
+    size_t np = (W->n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t per = W->k * BERT_PANEL;
+    float *p = NULL;
+    if (np == 0 || W->k == 0)
+        return BERT_OK;
+    if (per > SIZE_MAX / sizeof(float) / np ||
+        posix_memalign((void **)&p, 64, np * per * sizeof(float)) != 0)
+        return BERT_ENOMEM;
+    const float *w = W->w;
+    size_t n = W->n, k = W->k;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(n_threads) \
+    if (n_threads > 1)
+#endif
+    for (size_t j = 0; j < np; j++) {
+        size_t nc = n - j * BERT_PANEL < BERT_PANEL ? n - j * BERT_PANEL
+                                                     : BERT_PANEL;
+        /* W^T's columns are W's rows: strides (1, k). */
+        pack_b(p + j * per, per, w + j * BERT_PANEL * k, 1, (ptrdiff_t)k, k,
+               nc);
+    }
+    W->panels = p;
+    return BERT_OK;
+}
+
+size_t bert__wmat_packed_bytes(const bert_wmat *W)
+{
+    if (!W->panels)
+        return 0;
+    return (W->n + BERT_PANEL - 1) / BERT_PANEL * W->k * BERT_PANEL *
+           sizeof(float);
+}
+
+void bert__wmat_free(bert_wmat *W)
+{
+    free(W->panels);
+    W->panels = NULL;
+}
+
+/* ---- the loops ------------------------------------------------------------ */
+
+/* One KC slice: C (m, ncol) op= alpha * A (m,kc) Bp, Bp given as panels
+ * (panel j at bp + j*ld_panel, rows BERT_PANEL apart).  acc: add to C
+ * (else overwrite).  abuf holds MC x KC floats. */
+static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
+                  ptrdiff_t rsa, ptrdiff_t csa, const float *bp,
+                  size_t ld_panel, size_t ncol, float *C, ptrdiff_t rsc,
+                  ptrdiff_t csc, float alpha, int acc, float *abuf)
+{
+    const size_t MR = t->mr, NR = t->nr;
+    float tile[MAX_MR * BERT_PANEL] __attribute__((aligned(64)));
+    for (size_t ic = 0; ic < m; ic += MC) {
+        size_t mc = m - ic < MC ? m - ic : MC;
+        pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
+        for (size_t j0 = 0; j0 < ncol; j0 += NR) {
+            const float *b = bp + (j0 / BERT_PANEL) * ld_panel + j0 % BERT_PANEL;
+            size_t nr = ncol - j0 < NR ? ncol - j0 : NR;
+            for (size_t ir = 0; ir < mc; ir += MR) {
+                size_t mr = mc - ir < MR ? mc - ir : MR;
+                const float *a = abuf + ir * kc;
+                float *c = C + (ptrdiff_t)(ic + ir) * rsc + (ptrdiff_t)j0 * csc;
+                if (mr == MR && nr == NR && csc == 1) {
+                    t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc);
+                    continue;
+                }
+                t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0);
+                for (size_t i = 0; i < mr; i++)
+                    for (size_t j = 0; j < nr; j++) {
+                        float *cij = c + (ptrdiff_t)i * rsc + (ptrdiff_t)j * csc;
+                        *cij = acc ? *cij + tile[i * NR + j] : tile[i * NR + j];
+                    }
+            }
+        }
+    }
+}
+
+/* What one thread computes: rows [i0,i1) and columns [j0,j1) of C, with j0
+ * a multiple of BERT_PANEL. */
+typedef struct job {
+    const tier_info *t;
+    size_t k;
+    float alpha, beta;
+    const float *A;
+    ptrdiff_t rsa, csa;
+    const float *B; /* general B ... */
+    ptrdiff_t rsb, csb;
+    const float *panels; /* ... or packed panels (k rows each) */
+    float *C;
+    ptrdiff_t rsc, csc;
+} job;
+
+static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
+                     size_t j1, float *buf)
+{
+    size_t m = i1 - i0, k = jb->k;
+    if (m == 0 || j1 <= j0)
+        return;
+    const float *A = jb->A + (ptrdiff_t)i0 * jb->rsa;
+    float *C = jb->C + (ptrdiff_t)i0 * jb->rsc;
+    if (jb->beta != 0.0f && jb->beta != 1.0f)
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = j0; j < j1; j++)
+                C[(ptrdiff_t)i * jb->rsc + (ptrdiff_t)j * jb->csc] *= jb->beta;
+    int acc0 = jb->beta != 0.0f;
+    if (k == 0) {
+        if (!acc0)
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = j0; j < j1; j++)
+                    C[(ptrdiff_t)i * jb->rsc + (ptrdiff_t)j * jb->csc] = 0.0f;
+        return;
+    }
+    float *abuf = buf, *bbuf = buf + ABUF_FLOATS;
+    if (jb->panels) {
+        size_t per = k * BERT_PANEL;
+        const float *bp = jb->panels + (j0 / BERT_PANEL) * per;
+        for (size_t pc = 0; pc < k; pc += KC) {
+            size_t kc = k - pc < KC ? k - pc : KC;
+            slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
+                  bp + pc * BERT_PANEL, per, j1 - j0,
+                  C + (ptrdiff_t)j0 * jb->csc, jb->rsc, jb->csc, jb->alpha,
+                  acc0 || pc > 0, abuf);
+        }
+        return;
+    }
+    for (size_t jc = j0; jc < j1; jc += NCP * BERT_PANEL) {
+        size_t nc = j1 - jc < NCP * BERT_PANEL ? j1 - jc : NCP * BERT_PANEL;
+        for (size_t pc = 0; pc < k; pc += KC) {
+            size_t kc = k - pc < KC ? k - pc : KC;
+            pack_b(bbuf, kc * BERT_PANEL,
+                   jb->B + (ptrdiff_t)pc * jb->rsb + (ptrdiff_t)jc * jb->csb,
+                   jb->rsb, jb->csb, kc, nc);
+            slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
+                  bbuf, kc * BERT_PANEL, nc, C + (ptrdiff_t)jc * jb->csc,
+                  jb->rsc, jb->csc, jb->alpha, acc0 || pc > 0, abuf);
+        }
+    }
+}
+
+/* Splits m x n among nt threads: tn column groups (whole panels) times tm
+ * row groups (whole MR panels), minimising the largest share. */
+static void split(size_t m, size_t n, size_t MR, int nt, int *tm, int *tn)
+{
+    size_t mp = (m + MR - 1) / MR, np = (n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t best = SIZE_MAX;
+    *tm = *tn = 1;
+    for (int c = 1; c <= nt; c++) {
+        if (nt % c)
+            continue;
+        int r = nt / c;
+        if ((size_t)c > np || (size_t)r > mp)
+            continue;
+        size_t share = ((np + (size_t)c - 1) / (size_t)c) *
+                       ((mp + (size_t)r - 1) / (size_t)r);
+        /* Prefer column splits on ties: each thread then reads only its own
+         * part of the weights. */
+        if (share < best || (share == best && c > *tn)) {
+            best = share;
+            *tm = r;
+            *tn = c;
+        }
+    }
+}
+
+static void part_range(size_t units, int parts, int id, size_t *u0, size_t *u1)
+{
+    size_t q = units / (size_t)parts, r = units % (size_t)parts;
+    size_t i = (size_t)id;
+    *u0 = i * q + (i < r ? i : r);
+    *u1 = *u0 + q + (i < r);
+}
+
+static void run(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
+                const job *jb)
+{
+    if (slot >= 0 || g->n_threads == 1) {
+        float *buf = g->bufs + (size_t)(slot > 0 ? slot : 0) * slot_floats();
+        float *own = NULL;
+        if (slot >= g->n_threads) {
+            /* A caller with more threads than the context: correct, if
+             * slower, with a buffer of its own. */
+            if (posix_memalign((void **)&own, 64,
+                               slot_floats() * sizeof(float)) != 0)
+                abort(); /* cannot report from here; sizes are small */
+            buf = own;
+        }
+        run_part(jb, 0, m, 0, n, buf);
+        free(own);
+        return;
+    }
+    int tm, tn;
+    split(m, n, jb->t->mr, g->n_threads, &tm, &tn);
+    int nt = tm * tn;
+    size_t mp = (m + jb->t->mr - 1) / jb->t->mr;
+    size_t np = (n + BERT_PANEL - 1) / BERT_PANEL;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+#ifdef _OPENMP
+        int id = omp_get_thread_num();
+#else
+        int id = 0;
+#endif
+        size_t r0, r1, c0, c1;
+        part_range(mp, tm, id / tn, &r0, &r1);
+        part_range(np, tn, id % tn, &c0, &c1);
+        size_t i0 = r0 * jb->t->mr, i1 = r1 * jb->t->mr;
+        size_t j0 = c0 * BERT_PANEL, j1 = c1 * BERT_PANEL;
+        run_part(jb, i0, i1 < m ? i1 : m, j0, j1 < n ? j1 : n,
+                 g->bufs + (size_t)id * slot_floats());
+    }
+}
+
+static void blis_gemm(const bert_gemm_ctx *g, int one, size_t m, size_t n,
+                      size_t k, float alpha, const float *A, ptrdiff_t rsa,
+                      ptrdiff_t csa, const float *B, ptrdiff_t rsb,
+                      ptrdiff_t csb, float beta, float *C, ptrdiff_t rsc,
+                      ptrdiff_t csc)
+{
+    /* BLIS 0.9's typed API takes non-const pointers; it only reads A, B,
+     * alpha and beta, and copies the rntm_t before using it. */
+    rntm_t rntm = g->rntm;
+    if (one)
+        bli_rntm_set_num_threads(1, &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
+                 (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
+                 (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
+                 (inc_t)csc, NULL, &rntm);
+}
+
+static void sgemm_any(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
+                      size_t k, float alpha, const float *A, ptrdiff_t rsa,
+                      ptrdiff_t csa, const float *B, ptrdiff_t rsb,
+                      ptrdiff_t csb, float beta, float *C, ptrdiff_t rsc,
+                      ptrdiff_t csc)
+{
+    if (m == 0 || n == 0)
+        return;
+    if (g->tier == BERT_KERNELS_BLIS) {
+        blis_gemm(g, slot >= 0, m, n, k, alpha, A, rsa, csa, B, rsb, csb,
+                  beta, C, rsc, csc);
+        return;
+    }
+    job jb = {&g->ti, k, alpha, beta, A, rsa, csa, B, rsb, csb, NULL,
+              C, rsc, csc};
+    run(g, slot, m, n, &jb);
 }
 
 void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
@@ -97,39 +511,31 @@ void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                  float *C, ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (m == 0 || n == 0)
-        return;
-    /* BLIS 0.9.0's typed API takes non-const pointers; it only reads A, B,
-     * alpha and beta.  BLIS copies the rntm_t before using it, so a const
-     * session context is never modified. */
-    rntm_t rntm;
-    cntx_t *cntx = NULL;
-    if (g) {
-        rntm = g->rntm;
-        /* BLIS only reads the context. */
-        cntx = (cntx_t *)&g->cntx;
-    } else {
-        rntm_t init = BLIS_RNTM_INITIALIZER;
-        rntm = init;
-        bli_rntm_set_num_threads(1, &rntm);
-    }
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
-                 (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
-                 (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
-                 (inc_t)csc, cntx, &rntm);
+    sgemm_any(g, -1, m, n, k, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc,
+              csc);
 }
 
-void bert__sgemm1(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
-                  float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
-                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
-                  float *C, ptrdiff_t rsc, ptrdiff_t csc)
+void bert__sgemm1(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
+                  size_t k, float alpha, const float *A, ptrdiff_t rsa,
+                  ptrdiff_t csa, const float *B, ptrdiff_t rsb, ptrdiff_t csb,
+                  float beta, float *C, ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (m == 0 || n == 0)
+    sgemm_any(g, slot < 0 ? 0 : slot, m, n, k, alpha, A, rsa, csa, B, rsb,
+              csb, beta, C, rsc, csc);
+}
+
+void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
+                  size_t ldx, const bert_wmat *W, float beta, float *Y,
+                  size_t ldy)
+{
+    if (m == 0 || W->n == 0)
         return;
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(1, &rntm);
-    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
-                 (dim_t)k, &alpha, (float *)A, (inc_t)rsa, (inc_t)csa,
-                 (float *)B, (inc_t)rsb, (inc_t)csb, &beta, C, (inc_t)rsc,
-                 (inc_t)csc, g ? (cntx_t *)&g->cntx : NULL, &rntm);
+    if (g->tier == BERT_KERNELS_BLIS || !W->panels) {
+        sgemm_any(g, slot, m, W->n, W->k, 1.0f, X, (ptrdiff_t)ldx, 1, W->w, 1,
+                  (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
+        return;
+    }
+    job jb = {&g->ti, W->k, 1.0f, beta, X, (ptrdiff_t)ldx, 1, NULL, 0, 0,
+              W->panels, Y, (ptrdiff_t)ldy, 1};
+    run(g, slot, m, W->n, &jb);
 }

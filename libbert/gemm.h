@@ -1,60 +1,98 @@
 /*
- * libbert/gemm.h - the one matrix-product entry point of libbert.
+ * libbert/gemm.h - the one matrix-product layer of libbert (inference and
+ * training).
  *
- * gemm.c is the only file that includes <blis.h>.  Matrices are described by
- * a pointer and two element strides (row stride rs, column stride cs), as
- * BLIS does: a row-major (R,C) matrix has (rs,cs) = (C,1); reading the same
- * memory as its transpose uses (rs,cs) = (1,C).  So PyTorch Linear weights
- * W (OC,C) are used as W^T with (1,C) and no copy.
+ * Matrices are described by a pointer and two element strides (row stride
+ * rs, column stride cs), as BLIS does: a row-major (R,C) matrix has (rs,cs)
+ * = (C,1); reading the same memory as its transpose uses (rs,cs) = (1,C).
+ *
+ * A context runs one kernel tier (bert_kernels in bert.h):
+ *  - avx512, avx2: libbert's own micro-kernels (gemm_kernels.h) inside the
+ *    BLIS five-loop structure written here; products whose B operand is a
+ *    weight matrix packed once (bert_wmat) pack only the activations;
+ *  - blis: bli_sgemm_ex with BLIS's own configuration, through BLIS's
+ *    public API only (the fallback for CPUs without AVX2, and the
+ *    reference the other tiers are compared with).
+ * Nothing here depends on BLIS internals, so any BLIS version with the
+ * typed API (0.8 and later) builds and runs every tier.
  */
 #ifndef LIBBERT_GEMM_H
 #define LIBBERT_GEMM_H
 
 #include <stddef.h>
 
-/* Per-session BLIS runtime (thread count).  Opaque; one per session, never
- * shared between concurrently running threads. */
+#include "libbert/bert.h"
+
 typedef struct bert_gemm_ctx bert_gemm_ctx;
 
-/* Which sgemm micro-kernel a context runs. */
-typedef enum bert_gemm_kernels {
-    BERT_GEMM_AUTO = 0,     /* the best for this CPU (bert__gemm_ctx_kernels
-                               says which was chosen) */
-    BERT_GEMM_BLIS,         /* BLIS's default context, as BLIS configured it */
-    BERT_GEMM_AVX512        /* libbert's AVX-512 kernel (gemm_avx512.h);
-                               BLIS's default where the CPU lacks AVX-512F */
-} bert_gemm_kernels;
+/* A weight matrix W (n,k) in PyTorch's Linear layout, used as the B = W^T
+ * operand of y = x W^T.  `panels`, when not NULL, holds W^T packed once for
+ * libbert's kernels: ceil(n/32) panels of k rows x 32 floats (columns past
+ * n are zero), panel j at panels + j*k*32, 64-byte aligned. */
+typedef struct bert_wmat {
+    const float *w;
+    float *panels;
+    size_t n, k;
+} bert_wmat;
 
-/* Creates a context running GEMMs on n_threads (>= 1) threads with the
- * BERT_GEMM_AUTO kernels.  NULL when out of memory. */
-bert_gemm_ctx *bert__gemm_ctx_create(int n_threads);
-/* The same with a chosen kernel (tests and benchmarks compare them). */
-bert_gemm_ctx *bert__gemm_ctx_create_with(int n_threads,
-                                          bert_gemm_kernels kernels);
-/* "avx512" or "blis-<BLIS configuration>" (e.g. "blis-zen3"); lives as
- * long as g. */
+/* The tier AUTO resolves to on this CPU, from its features alone:
+ * AVX512 with AVX-512 F/BW/DQ/VL, else AVX2 with AVX2+FMA, else BLIS. */
+bert_kernels bert__kernels_best(void);
+/* 1 when this CPU (and OS) can run tier k; otherwise 0 and, if why is not
+ * NULL, the missing feature in why (n bytes). */
+int bert__kernels_supported(bert_kernels k, char *why, size_t n);
+/* "avx512", "avx2", "blis". */
+const char *bert__kernels_name(bert_kernels k);
+/* Parses a tier name ("auto", "avx512", "avx2", "blis"); -1 if unknown. */
+int bert__kernels_parse(const char *s);
+
+/* A context running products on n_threads (>= 1) threads with tier k
+ * (AUTO: bert__kernels_best()).  NULL when k is not supported here (why
+ * says what is missing) or out of memory (why says so). */
+bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
+                                     size_t why_n);
+/* The resolved tier, and its name ("avx512", "avx2" or "blis-<BLIS
+ * configuration>", e.g. "blis-zen3"; lives as long as g). */
+bert_kernels bert__gemm_ctx_tier(const bert_gemm_ctx *g);
 const char *bert__gemm_ctx_kernels(const bert_gemm_ctx *g);
-/* Changes the thread count (>= 1; smaller values mean 1). */
-void bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads);
+/* Changes the thread count (smaller than 1 means 1); 0, or -1 when out of
+ * memory (the old count is kept). */
+int bert__gemm_ctx_set_threads(bert_gemm_ctx *g, int n_threads);
 int bert__gemm_ctx_threads(const bert_gemm_ctx *g);
 /* NULL is a no-op. */
 void bert__gemm_ctx_free(bert_gemm_ctx *g);
 
-/* C := alpha * A B + beta * C with A (m,k), B (k,n), C (m,n), each given by
- * pointer and (row stride, column stride) in elements.  beta == 0 means C is
- * only written (its old contents may be NaN).  m, n or k == 0 is allowed
- * (k == 0 scales C by beta).  A and B are read only; g NULL runs single
- * threaded.  Never fails. */
+/* C := alpha * A B + beta * C with A (m,k), B (k,n), C (m,n).  beta == 0
+ * means C is only written (its old contents may be NaN).  m, n or k == 0 is
+ * allowed (k == 0 scales C by beta).  A and B are only read.  Runs on g's
+ * threads; g must not be NULL. */
 void bert__sgemm(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
                  float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
                  float *C, ptrdiff_t rsc, ptrdiff_t csc);
 
-/* The same on one thread whatever g's thread count (g still gives the
- * kernels): for products run inside the caller's own parallel region. */
-void bert__sgemm1(const bert_gemm_ctx *g, size_t m, size_t n, size_t k,
-                  float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
-                  const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
-                  float *C, ptrdiff_t rsc, ptrdiff_t csc);
+/* The same on one thread, for products run inside the caller's own
+ * parallel region: `slot` (0 <= slot < the context's thread count, the
+ * caller's thread number) picks that thread's packing buffers, so
+ * concurrent calls with distinct slots may share g. */
+void bert__sgemm1(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
+                  size_t k, float alpha, const float *A, ptrdiff_t rsa,
+                  ptrdiff_t csa, const float *B, ptrdiff_t rsb, ptrdiff_t csb,
+                  float beta, float *C, ptrdiff_t rsc, ptrdiff_t csc);
+
+/* Y (m, W->n) := X (m, W->k) W^T + beta * Y for row-major X and Y (row
+ * strides ldx, ldy), from W's packed panels where it has them and the tier
+ * is libbert's, else as bert__sgemm.  slot < 0: on g's threads (split by
+ * columns of W where rows are few); slot >= 0: one thread, as sgemm1. */
+void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
+                  size_t ldx, const bert_wmat *W, float beta, float *Y,
+                  size_t ldy);
+
+/* Packs W->w into W->panels (allocated here) on n_threads threads.
+ * BERT_OK or BERT_ENOMEM. */
+int bert__wmat_pack(bert_wmat *W, int n_threads);
+/* Bytes of W's panels (0 when not packed). */
+size_t bert__wmat_packed_bytes(const bert_wmat *W);
+void bert__wmat_free(bert_wmat *W);
 
 #endif

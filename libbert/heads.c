@@ -14,12 +14,10 @@
 #include "libbert/model.h"
 
 static void linear(const bert_gemm_ctx *g, float *y, const float *x,
-                   const float *W, const float *b, size_t T, size_t C,
-                   size_t OC)
+                   const bert_wmat *W, const float *b, size_t T)
 {
-    bert__bias_fill(y, b, T, OC);
-    bert__sgemm(g, T, OC, C, 1.0f, x, (ptrdiff_t)C, 1, W, 1, (ptrdiff_t)C,
-                1.0f, y, (ptrdiff_t)OC, 1);
+    bert__bias_fill(y, b, T, W->n);
+    bert__gemm_w(g, -1, T, x, W->k, W, 1.0f, y, W->n);
 }
 
 void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
@@ -28,11 +26,11 @@ void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
     const bert_model *m = s->m;
     const bert_config *c = &m->cfg.pub;
     const bert_weights *w = &m->w;
-    size_t H = c->hidden, C = c->num_labels;
+    size_t H = c->hidden;
 
     if (c->task == BERT_TASK_TOKEN) {
         if (logits)
-            linear(s->gemm, logits, s->x, w->cls_w, w->cls_b, T, H, C);
+            linear(s->gemm, logits, s->x, &m->mats.cls, w->cls_b, T);
         return;
     }
     if (!w->pool_w || (!pooler && !logits))
@@ -44,7 +42,7 @@ void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
         memcpy(cls + b * H, s->x + o * H, H * sizeof(float));
         o += in[b].n;
     }
-    linear(s->gemm, pooled, cls, w->pool_w, w->pool_b, batch, H, H);
+    linear(s->gemm, pooled, cls, &m->mats.pool, w->pool_b, batch);
     if (c->is_distilbert)
         bert__relu_forward(pooled, batch * H);
     else
@@ -52,7 +50,7 @@ void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
     if (pooler)
         memcpy(pooler, pooled, batch * H * sizeof(float));
     if (logits && c->task == BERT_TASK_SEQUENCE)
-        linear(s->gemm, logits, pooled, w->cls_w, w->cls_b, batch, H, C);
+        linear(s->gemm, logits, pooled, &m->mats.cls, w->cls_b, batch);
 }
 
 /* ---- score functions (text-classification pipeline) ----------------------- */

@@ -12,6 +12,8 @@ bert_model_params bert_model_default_params(void)
     bert_model_params p;
     memset(&p, 0, sizeof p);
     p.load_tokenizer = 1;
+    p.kernels = BERT_KERNELS_AUTO;
+    p.n_threads = 1;
     return p;
 }
 
@@ -91,6 +93,18 @@ int bert_model_load(const char *dir, const bert_model_params *params,
                                  err)) != BERT_OK)
         goto fail;
     m->has_pooler_out = !m->cfg.pub.is_distilbert && m->w.pool_w != NULL;
+    if (p.kernels != BERT_KERNELS_AUTO &&
+        !bert__kernels_supported(p.kernels, path, sizeof path)) {
+        rc = bert__err(err, BERT_EUNSUPPORTED, "%s: kernels \"%s\": %s", dir,
+                       bert__kernels_name(p.kernels), path);
+        goto fail;
+    }
+    if (bert__mats_build(m, p.kernels, p.n_threads < 1 ? 1 : p.n_threads) !=
+        BERT_OK) {
+        rc = bert__err(err, BERT_ENOMEM,
+                       "%s: out of memory packing the weights", dir);
+        goto fail;
+    }
 
     m->max_len = m->cfg.pub.max_position;
     if (p.load_tokenizer) {
@@ -124,6 +138,7 @@ void bert_model_free(bert_model *m)
     if (!m)
         return;
     bert_tokenizer_free(m->tok);
+    bert__mats_free(&m->mats);
     free(m->w.layers);
     free(m->conv);
     bert__st_close(&m->st);

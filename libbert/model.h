@@ -50,12 +50,34 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
                        const char *label, bert_weights *w, float **conv,
                        bert_error *err);
 
+/* The weight matrices of the products, packed once for libbert's kernels
+ * (gemm.h's bert_wmat: the original pointer, and panels when packed). */
+typedef struct bert_layer_mats {
+    bert_wmat q, k, v, o, f1, f2;
+} bert_layer_mats;
+
+typedef struct bert_mats {
+    bert_layer_mats *layers;    /* [n_layers], owned */
+    size_t n_layers;
+    bert_wmat pool, cls;        /* .w NULL when the model has none */
+    int packed;                 /* 1 when the panels exist */
+    size_t packed_bytes;
+} bert_mats;
+
+/* Fills m->mats from m->w; with kernels other than BLIS (and a CPU that has
+ * libbert's kernels), packs every matrix on n_threads threads and releases
+ * the pages of the mapped originals (madvise), so one copy stays resident.
+ * BERT_OK or BERT_ENOMEM. */
+int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads);
+void bert__mats_free(bert_mats *mm);
+
 /* ---- model ---------------------------------------------------------------- */
 
 struct bert_model {
     bert_cfg cfg;
     bert_st_file st;            /* the mapping */
     bert_weights w;
+    bert_mats mats;             /* the products' view of w, maybe packed */
     float *conv;                /* converted (F16/BF16/misaligned) tensors */
     bert_tokenizer *tok;        /* NULL when loaded without tokenizer */
     size_t max_len;             /* bert_model_max_length() */

@@ -13,6 +13,7 @@ bert_session_params bert_session_default_params(void)
     memset(&p, 0, sizeof p);
     p.n_threads = 1;
     p.max_tokens = 4096;
+    p.kernels = BERT_KERNELS_AUTO;
     return p;
 }
 
@@ -103,7 +104,14 @@ int bert_session_create(const bert_model *m, const bert_session_params *params,
         return bert__err(err, BERT_ENOMEM, "out of memory");
     s->m = m;
     s->n_threads = p.n_threads;
-    s->gemm = bert__gemm_ctx_create(p.n_threads);
+    char why[160] = "";
+    s->gemm = bert__gemm_ctx_create(p.n_threads, p.kernels, why, sizeof why);
+    if (!s->gemm && strcmp(why, "out of memory") != 0) {
+        bert_session_free(s);
+        return bert__err(err, BERT_EUNSUPPORTED,
+                         "bert_session_create: kernels \"%s\": %s",
+                         bert__kernels_name(p.kernels), why);
+    }
     size_t maxn = m->max_len < p.max_tokens ? m->max_len : p.max_tokens;
     if (!s->gemm || bert__session_reserve(s, p.max_tokens, maxn) != BERT_OK) {
         bert_session_free(s);
@@ -138,9 +146,28 @@ int bert_session_set_threads(bert_session *s, int n_threads)
 {
     if (!s || n_threads < 1 || n_threads > 1024)
         return BERT_EINVAL;
+    if (bert__gemm_ctx_set_threads(s->gemm, n_threads) != 0)
+        return BERT_ENOMEM;
     s->n_threads = n_threads;
-    bert__gemm_ctx_set_threads(s->gemm, n_threads);
     return BERT_OK;
+}
+
+const char *bert_session_kernels(const bert_session *s, int *packed)
+{
+    if (packed)
+        *packed = s && s->m->mats.packed &&
+                  bert__gemm_ctx_tier(s->gemm) != BERT_KERNELS_BLIS;
+    return s ? bert__gemm_ctx_kernels(s->gemm) : "";
+}
+
+bert_kernels bert_kernels_best(void)
+{
+    return bert__kernels_best();
+}
+
+int bert_kernels_supported(bert_kernels k)
+{
+    return bert__kernels_supported(k, NULL, 0);
 }
 
 int bert_session_run(bert_session *s, const bert_input *in, size_t batch,

@@ -282,35 +282,73 @@ static void check_fixture(const char *name)
 #endif
     CU_ASSERT(tok_ok);
 
+    /* Every kernel tier this CPU supports, on the model as loaded (weights
+     * packed for libbert's kernels where the CPU has them; the blis tier
+     * then reads the mapped originals), and libbert's kernels on a model
+     * loaded unpacked (kernels = blis at load). */
+    static const struct {
+        bert_kernels load, run;
+    } tiers[] = {{BERT_KERNELS_AUTO, BERT_KERNELS_AVX512},
+                 {BERT_KERNELS_AUTO, BERT_KERNELS_AVX2},
+                 {BERT_KERNELS_AUTO, BERT_KERNELS_BLIS},
+                 {BERT_KERNELS_BLIS, BERT_KERNELS_AUTO}};
     maxdiff all = {0, 0, 0, 0};
-    for (int threads = 1; threads <= 2; threads++) {
+    for (size_t ti = 0; ti < sizeof tiers / sizeof tiers[0]; ti++) {
+      if (!bert_kernels_supported(tiers[ti].run)) {
+          printf("\n  %s: tier %d not supported on this CPU: skipped", name,
+                 (int)tiers[ti].run);
+          continue;
+      }
+      bert_model *mt = m;
+      if (tiers[ti].load != BERT_KERNELS_AUTO) {
+          bert_model_params mq = mp;
+          mq.kernels = tiers[ti].load;
+          rc = bert_model_load(dir, &mq, &mt, &err);
+          CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
+      }
+      maxdiff tier = {0, 0, 0, 0};
+      const char *kname = "?";
+      int packed = 0;
+      for (int threads = 1; threads <= 2; threads++) {
         bert_session_params sp = bert_session_default_params();
         sp.n_threads = threads;
         sp.max_tokens = 256; /* forces the arena to grow once */
+        sp.kernels = tiers[ti].run;
         bert_session *s = NULL;
-        rc = bert_session_create(m, &sp, &s, &err);
+        rc = bert_session_create(mt, &sp, &s, &err);
         CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
+        kname = bert_session_kernels(s, &packed);
         maxdiff batched = {0, 0, 0, 0}, single = {0, 0, 0, 0};
-        CU_ASSERT(run_compare(s, m, &e, ids, types, lens, 0, e.B, &batched) ==
+        CU_ASSERT(run_compare(s, mt, &e, ids, types, lens, 0, e.B, &batched) ==
                   0);
         for (size_t b = 0; b < e.B; b++)
-            CU_ASSERT(run_compare(s, m, &e, ids, types, lens, b, b + 1,
+            CU_ASSERT(run_compare(s, mt, &e, ids, types, lens, b, b + 1,
                                   &single) == 0);
-        printf("\n  %s threads=%d batched: logits %.3g pooler %.3g hidden "
-               "%.3g cls-only %.3g; single: logits %.3g pooler %.3g hidden "
-               "%.3g cls-only %.3g",
-               name, threads, batched.logits, batched.pooler, batched.hidden,
-               batched.cls, single.logits, single.pooler, single.hidden,
-               single.cls);
-        upd(&all.logits, batched.logits);
-        upd(&all.logits, single.logits);
-        upd(&all.pooler, batched.pooler);
-        upd(&all.pooler, single.pooler);
-        upd(&all.hidden, batched.hidden);
-        upd(&all.hidden, single.hidden);
-        upd(&all.cls, batched.cls);
-        upd(&all.cls, single.cls);
+        printf("\n  %s %s%s threads=%d batched: logits %.3g pooler %.3g "
+               "hidden %.3g cls-only %.3g; single: logits %.3g pooler %.3g "
+               "hidden %.3g cls-only %.3g",
+               name, kname, packed ? " packed" : "", threads, batched.logits,
+               batched.pooler, batched.hidden, batched.cls, single.logits,
+               single.pooler, single.hidden, single.cls);
+        maxdiff *acc[2] = {&all, &tier};
+        for (int a = 0; a < 2; a++) {
+            upd(&acc[a]->logits, batched.logits);
+            upd(&acc[a]->logits, single.logits);
+            upd(&acc[a]->pooler, batched.pooler);
+            upd(&acc[a]->pooler, single.pooler);
+            upd(&acc[a]->hidden, batched.hidden);
+            upd(&acc[a]->hidden, single.hidden);
+            upd(&acc[a]->cls, batched.cls);
+            upd(&acc[a]->cls, single.cls);
+        }
         bert_session_free(s);
+      }
+      printf("\n  %s tier %s%s: largest difference logits %.3g pooler %.3g "
+             "hidden %.3g cls-only %.3g",
+             name, kname, packed ? " (packed weights)" : "", tier.logits,
+             tier.pooler, tier.hidden, tier.cls);
+      if (mt != m)
+          bert_model_free(mt);
     }
     printf("\n  %s: largest difference logits %.3g pooler %.3g hidden %.3g "
            "cls-only %.3g (tokenizer ids %s)\n",

@@ -207,7 +207,7 @@ static double at_loss(void *v)
 {
     at_ctx *c = v;
     bert__td_attention_forward(c->out, c->att, c->scr, c->qkv, c->lens, c->B,
-                               c->T, c->H, c->NH, c->p, 7, 99, 2);
+                               c->T, c->H, c->NH, c->p, 7, 99, 2, NULL);
     /* every row counts, padded queries too (they attend to real keys) */
     return dotd(c->out, c->R, c->B * c->T * c->H);
 }
@@ -227,7 +227,7 @@ static void test_attention(void)
                     withdrop ? 0.3 : 0.0};
         at_loss(&c);
         bert__td_attention_backward(dqkv, scr2, R, qkv, att, lens, B, T, H, NH,
-                                    c.p, 7, 99, 2);
+                                    c.p, 7, 99, 2, NULL);
         /* keys/values of padded positions get no gradient at all */
         for (size_t t = lens[1]; t < T; t++)
             for (size_t h = H; h < H3; h++)
@@ -390,6 +390,9 @@ static void test_float_vs_double(void)
     rntm_t rn;
     bli_rntm_init(&rn);
     bli_rntm_set_num_threads(2, &rn);
+    /* float: libbert's product layer, as the trainer runs it */
+    bert_gemm_ctx *gc = bert__gemm_ctx_create(2, BERT_KERNELS_AUTO, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gc);
     /* matmul 33x65 -> 17 with bias */
     {
         size_t N = 33, IC = 65, OC = 17;
@@ -402,9 +405,9 @@ static void test_float_vs_double(void)
         float *fo = calloc(N * OC, 4), *fdi = calloc(N * IC, 4),
               *fdw = calloc(OC * IC, 4), *fdb = calloc(OC, 4);
         bert__td_matmul_forward(out, inp, w, b, N, IC, OC, &rn);
-        bert__t_matmul_forward(fo, fi, fw, fb, N, IC, OC, &rn);
+        bert__t_matmul_forward(fo, fi, fw, fb, N, IC, OC, gc);
         bert__td_matmul_backward(di, dw, db, g, inp, w, N, IC, OC, &rn, 2);
-        bert__t_matmul_backward(fdi, fdw, fdb, fg, fi, fw, N, IC, OC, &rn, 2);
+        bert__t_matmul_backward(fdi, fdw, fdb, fg, fi, fw, N, IC, OC, gc, 2);
         printf("\n  matmul: ");
         cmp32("out", fo, out, N * OC);
         cmp32("dinp", fdi, di, N * IC);
@@ -496,13 +499,13 @@ static void test_float_vs_double(void)
         float *fq = tof(qkv, nq), *fg = tof(g, no), *fo = malloc(no * 4),
               *fa = malloc(na * 4), *fs = malloc(na * 4), *fdq = calloc(nq, 4);
         bert__td_attention_forward(out, att, scr, qkv, lens, B, T, H, NH, p, 3,
-                                   4, 2);
+                                   4, 2, NULL);
         bert__t_attention_forward(fo, fa, fs, fq, lens, B, T, H, NH, (float)p,
-                                  3, 4, 2);
+                                  3, 4, 2, gc);
         bert__td_attention_backward(dq, scr, g, qkv, att, lens, B, T, H, NH,
-                                    p, 3, 4, 2);
+                                    p, 3, 4, 2, NULL);
         bert__t_attention_backward(fdq, fs, fg, fq, fa, lens, B, T, H, NH,
-                                   (float)p, 3, 4, 2);
+                                   (float)p, 3, 4, 2, gc);
         printf("\n  attention%s: ", withdrop ? " (dropout)" : "");
         cmp32("out", fo, out, no);
         cmp32("att", fa, att, na);
@@ -537,6 +540,7 @@ static void test_float_vs_double(void)
         cmp32("out", fx, x, n);
         free(x); free(fx);
     }
+    bert__gemm_ctx_free(gc);
 }
 
 /* --- whole model --------------------------------------------------------- */

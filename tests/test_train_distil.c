@@ -7,7 +7,6 @@
  * fine-tune + save + reload through the inference API.  (The kernels
  * themselves are checked by tests/test_train.) */
 #include <CUnit/Basic.h>
-#include <blis.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -173,9 +172,8 @@ static void test_training_forward_order(void)
     uint64_t mi = t->micro, seed = p.seed;
     CU_ASSERT_EQUAL_FATAL(bert__t_run(t, &bt, 1, 0, 0.0f, got, NULL, &err), 0);
 
-    rntm_t rn;
-    bli_rntm_init(&rn);
-    bli_rntm_set_num_threads(1, &rn);
+    bert_gemm_ctx *rn = bert__gemm_ctx_create(1, BERT_KERNELS_AUTO, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rn);
     float ph = 0.3f, pa = 0.3f, eps = 1e-12f;
     static float x[N * H], y[N * H], qkv[N * 3 * H], att[B * NH * T * T],
         scr[B * NH * T * T], r[N * H], h1[N * I], h2[N * I], m[N], sd[N],
@@ -187,20 +185,20 @@ static void test_training_forward_order(void)
     bert__t_dropout(x, N * H, ph, seed, STREAM(0, 0), 1);
     for (size_t l = 0; l < 2; l++) {
         bert__t_matmul_forward(qkv, x, pt[P_QKVW] + l * 3 * H * H,
-                               pt[P_QKVB] + l * 3 * H, N, H, 3 * H, &rn);
+                               pt[P_QKVB] + l * 3 * H, N, H, 3 * H, rn);
         bert__t_attention_forward(y, att, scr, qkv, lens, B, T, H, NH, pa,
-                                  seed, STREAM(l, 1), 1);
+                                  seed, STREAM(l, 1), 1, rn);
         bert__t_matmul_forward(r, y, pt[P_AOW] + l * H * H, pt[P_AOB] + l * H,
-                               N, H, H, &rn);
+                               N, H, H, rn);
         for (size_t i = 0; i < N * H; i++)
             r[i] += x[i];
         bert__t_layernorm_forward(x, m, sd, r, pt[P_LN1W] + l * H,
                                   pt[P_LN1B] + l * H, N, H, eps, 1);
         bert__t_matmul_forward(h1, x, pt[P_FCW] + l * I * H, pt[P_FCB] + l * I,
-                               N, H, I, &rn);
+                               N, H, I, rn);
         bert__t_act_forward(BERT_T_ACT_GELU, h2, h1, N * I, 1);
         bert__t_matmul_forward(r, h2, pt[P_FC2W] + l * H * I,
-                               pt[P_FC2B] + l * H, N, I, H, &rn);
+                               pt[P_FC2B] + l * H, N, I, H, rn);
         bert__t_dropout(r, N * H, ph, seed, STREAM(l, 3), 1);
         for (size_t i = 0; i < N * H; i++)
             r[i] += x[i];
@@ -208,7 +206,7 @@ static void test_training_forward_order(void)
                                   pt[P_LN2B] + l * H, N, H, eps, 1);
     }
     bert__t_dropout(x, N * H, ph, seed, STREAM(0, 4), 1);
-    bert__t_matmul_forward(want, x, pt[P_CLSW], pt[P_CLSB], N, H, C, &rn);
+    bert__t_matmul_forward(want, x, pt[P_CLSW], pt[P_CLSB], N, H, C, rn);
 #undef STREAM
     double worst = 0;
     for (size_t i = 0; i < N * C; i++)
@@ -217,6 +215,7 @@ static void test_training_forward_order(void)
     if (worst >= 1e-5)
         printf("\n  training forward differs from the rebuilt one by %.3g\n",
                worst);
+    bert__gemm_ctx_free(rn);
     bert_trainer_free(t);
 }
 

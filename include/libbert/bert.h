@@ -49,6 +49,18 @@ typedef enum {
     BERT_PROBLEM_REGRESSION        /* "regression" */
 } bert_problem;
 
+/* Matrix-product kernels ("tiers").  AUTO picks from the CPU's features
+ * (CPUID and the OS's XCR0), never from its model or brand: AVX512 where
+ * AVX-512 F/BW/DQ/VL are usable, else AVX2 with AVX2+FMA, else BLIS.  The
+ * avx512 and avx2 tiers are libbert's own micro-kernels over weights packed
+ * once at load; blis runs BLIS's sgemm as BLIS configured itself. */
+typedef enum {
+    BERT_KERNELS_AUTO = 0,
+    BERT_KERNELS_BLIS,
+    BERT_KERNELS_AVX2,
+    BERT_KERNELS_AVX512
+} bert_kernels;
+
 /* What config.json says, normalised across BERT and DistilBERT. */
 typedef struct bert_config {
     int is_distilbert;
@@ -74,6 +86,13 @@ typedef struct bert_config {
 typedef struct bert_model_params {
     int load_tokenizer;     /* default 1: a model without tokenizer files
                                then fails with BERT_EMISSING */
+    bert_kernels kernels;   /* default AUTO: on a CPU with libbert's own
+                               kernels, every weight matrix of the encoder
+                               and heads is packed once here into their
+                               panel layout (one copy shared by the avx512
+                               and avx2 tiers; the mapped originals are
+                               released from memory).  BLIS: no packing. */
+    int n_threads;          /* threads for packing (default 1) */
 } bert_model_params;
 
 BERT_API bert_model_params bert_model_default_params(void);
@@ -123,9 +142,13 @@ typedef struct bert_session_params {
     int n_threads;          /* default 1; BLIS and OpenMP work of this session */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
+    bert_kernels kernels;   /* default AUTO (bert_kernels); a tier this CPU
+                               cannot run fails with BERT_EUNSUPPORTED.
+                               Tiers give the same results to within float
+                               rounding (tests: 1e-4 against HF on each). */
 } bert_session_params;
 
-/* {n_threads 1, max_tokens 4096}. */
+/* {n_threads 1, max_tokens 4096, kernels AUTO}. */
 BERT_API bert_session_params bert_session_default_params(void);
 
 /* Creates a session running m (borrowed: m must outlive the session).  The
@@ -147,6 +170,14 @@ BERT_API const char *bert_session_errmsg(const bert_session *s);
  * per-call runtime; BLIS's global setting is never touched).  n_threads < 1
  * gives BERT_EINVAL. */
 BERT_API int bert_session_set_threads(bert_session *s, int n_threads);
+/* The kernels s runs: "avx512", "avx2" or "blis-<BLIS configuration>"
+ * (e.g. "blis-zen3"); with `packed` not NULL, *packed = 1 when the weight
+ * products read panels packed at load.  Borrowed, lives as long as s. */
+BERT_API const char *bert_session_kernels(const bert_session *s, int *packed);
+/* The tier bert_kernels AUTO resolves to on this CPU, and whether this CPU
+ * can run tier k (1/0). */
+BERT_API bert_kernels bert_kernels_best(void);
+BERT_API int bert_kernels_supported(bert_kernels k);
 
 /* ---- forward pass ------------------------------------------------------ */
 

@@ -7,11 +7,12 @@
  *  - *_backward ACCUMULATES (+=) into every gradient it produces (dinp,
  *    dweight, dbias), so residual branches and tied weights just add up;
  *    the caller zeroes gradient buffers.
- *  - Every matrix product goes through BLIS (bli_sgemm_ex, bli_dgemm_ex in
- *    double, with the caller's rntm_t, never the global thread setting).
- *    BLIS 0.9 does not split the k dimension, and every other reduction
- *    here runs in a fixed order, so results are bit-identical for a given
- *    thread count.
+ *  - Every float matrix product goes through libbert's product layer
+ *    (libbert/gemm.h: the `rntm` / `gemm_ctx` arguments are a
+ *    bert_gemm_ctx), with the kernels inference uses; the double kernels
+ *    use BLIS's dgemm with a rntm_t (or NULL: one thread).  No product
+ *    splits its k dimension and every other reduction here runs in a fixed
+ *    order, so results are bit-identical for a given thread count.
  *  - Dropout masks come from a counter-based hash of (seed, stream, index):
  *    no RNG state, the backward pass regenerates the same mask.
  *  - The kernels are written once over a scalar type (ops_impl.h): ops.c
@@ -24,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The opaque BLIS runtime object is passed as void* so this header does not
- * need blis.h. */
+/* The product context (bert_gemm_ctx in float, rntm_t in double) is passed
+ * as void* so one template serves both. */
 
 /* out[N,OC] = inp[N,IC] @ W[OC,IC]^T + bias[OC] (bias may be NULL). */
 void bert__t_matmul_forward(float *out, const float *inp, const float *w,
@@ -79,14 +80,14 @@ void bert__t_attention_forward(float *out, float *att, float *scratch,
                                const float *qkv,
                                const size_t *lens, size_t B, size_t T,
                                size_t H, size_t NH, float p, uint64_t seed,
-                               uint64_t stream, int n_threads);
+                               uint64_t stream, int n_threads, void *gemm_ctx);
 /* dqkv += ...; scratch: B*NH*T*T floats */
 void bert__t_attention_backward(float *dqkv, float *scratch,
                                 const float *dout, const float *qkv,
                                 const float *att, const size_t *lens,
                                 size_t B, size_t T, size_t H, size_t NH,
                                 float p, uint64_t seed, uint64_t stream,
-                                int n_threads);
+                                int n_threads, void *gemm_ctx);
 
 /* In-place dropout: x[i] = keep ? x[i]/(1-p) : 0.  Backward is the same
  * operation applied to the gradient (same seed/stream). */
@@ -142,13 +143,13 @@ void bert__td_attention_forward(double *out, double *att, double *scratch,
                                 const double *qkv, const size_t *lens,
                                 size_t B, size_t T, size_t H, size_t NH,
                                 double p, uint64_t seed, uint64_t stream,
-                                int n_threads);
+                                int n_threads, void *gemm_ctx);
 void bert__td_attention_backward(double *dqkv, double *scratch,
                                  const double *dout, const double *qkv,
                                  const double *att, const size_t *lens,
                                  size_t B, size_t T, size_t H, size_t NH,
                                  double p, uint64_t seed, uint64_t stream,
-                                 int n_threads);
+                                 int n_threads, void *gemm_ctx);
 void bert__td_dropout(double *x, size_t n, double p, uint64_t seed,
                       uint64_t stream, int n_threads);
 double bert__td_crossentropy(double *dlogits, const double *logits,

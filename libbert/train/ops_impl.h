@@ -4,7 +4,11 @@
  * typed APIs.  A translation unit defines
  *   OPS_REAL    the scalar type (float, double),
  *   OPS(name)   the exported name of kernel `name` (bert__t_##name, ...),
- *   OPS_GEMM    the BLIS GEMM of that type (bli_sgemm_ex, bli_dgemm_ex),
+ *   OPS_GEMM    the GEMM of that type, called as OPS_GEMM(ctx, slot, m, n,
+ *               k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc):
+ *               libbert's product layer in float (ctx a bert_gemm_ctx,
+ *               slot < 0 for its threads, else the calling thread's
+ *               slot), BLIS's dgemm in double (ctx a rntm_t or NULL),
  * and includes this file once.  ops.c makes the float kernels the trainer
  * runs (bert__t_*); ops_double.c makes double ones (bert__td_*) so the tests
  * can check the derivatives against finite differences in double precision.
@@ -15,9 +19,14 @@
  * constants are (real) casts of literals whose float rounding equals the old
  * f-suffixed literals, and the order of operations must not change.
  */
-#include <blis.h>
 #include <string.h>
 #include <tgmath.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define OPS_SLOT() omp_get_thread_num()
+#else
+#define OPS_SLOT() 0
+#endif
 
 #include "libbert/train/ops.h"
 
@@ -32,7 +41,7 @@ static int clamp_threads(int n) { return n < 1 ? 1 : n; }
 static void gemm(size_t m, size_t n, size_t k, real alpha, const real *a,
                  size_t rsa, size_t csa, const real *b, size_t rsb,
                  size_t csb, real beta, real *c, size_t rsc, size_t csc,
-                 rntm_t *rntm)
+                 void *ctx, int slot)
 {
     if (m == 0 || n == 0)
         return;
@@ -43,10 +52,8 @@ static void gemm(size_t m, size_t n, size_t k, real alpha, const real *a,
                 c[i * rsc + j * csc] *= beta;
         return;
     }
-    OPS_GEMM(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, (dim_t)m, (dim_t)n,
-             (dim_t)k, &alpha, (real *)a, (inc_t)rsa, (inc_t)csa, (real *)b,
-             (inc_t)rsb, (inc_t)csb, &beta, c, (inc_t)rsc, (inc_t)csc, NULL,
-             rntm);
+    OPS_GEMM(ctx, slot, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c,
+             rsc, csc);
 }
 
 void OPS(matmul_forward)(real *out, const real *inp, const real *w,
@@ -59,7 +66,7 @@ void OPS(matmul_forward)(real *out, const real *inp, const real *w,
             memcpy(out + i * OC, bias, OC * sizeof(real));
         beta = 1;
     }
-    gemm(N, OC, IC, 1, inp, IC, 1, w, 1, IC, beta, out, OC, 1, rntm);
+    gemm(N, OC, IC, 1, inp, IC, 1, w, 1, IC, beta, out, OC, 1, rntm, -1);
 }
 
 void OPS(matmul_backward)(real *dinp, real *dw, real *dbias, const real *dout,
@@ -68,9 +75,9 @@ void OPS(matmul_backward)(real *dinp, real *dw, real *dbias, const real *dout,
 {
     int nth = clamp_threads(n_threads);
     if (dinp)
-        gemm(N, IC, OC, 1, dout, OC, 1, w, IC, 1, 1, dinp, IC, 1, rntm);
+        gemm(N, IC, OC, 1, dout, OC, 1, w, IC, 1, 1, dinp, IC, 1, rntm, -1);
     if (dw)
-        gemm(OC, IC, N, 1, dout, 1, OC, inp, IC, 1, 1, dw, IC, 1, rntm);
+        gemm(OC, IC, N, 1, dout, 1, OC, inp, IC, 1, 1, dw, IC, 1, rntm, -1);
     if (dbias) {
         OMP_FOR
         for (size_t o = 0; o < OC; o++) {
@@ -296,7 +303,8 @@ static real *OPS(drop_probs)(real *Pd, const real *S, size_t T, size_t bh,
 void OPS(attention_forward)(real *out, real *att, real *scratch,
                             const real *qkv, const size_t *lens, size_t B,
                             size_t T, size_t H, size_t NH, real p,
-                            uint64_t seed, uint64_t stream, int n_threads)
+                            uint64_t seed, uint64_t stream, int n_threads,
+                            void *gemm_ctx)
 {
     int nth = clamp_threads(n_threads);
     size_t d = H / NH, H3 = 3 * H;
@@ -304,15 +312,13 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
     real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
-        rntm_t rn;
-        bli_rntm_init(&rn);
-        bli_rntm_set_num_threads(1, &rn);
+        int slot = OPS_SLOT();
         size_t b = bh / NH, h = bh % NH, L = lens[b];
         const real *q = qkv + b * T * H3 + h * d;
         const real *k = q + H, *v = q + 2 * H;
         real *S = att + bh * T * T;
         /* S[T, L] = scale * Q K^T */
-        gemm(T, L, d, scale, q, H3, 1, k, 1, H3, 0, S, T, 1, &rn);
+        gemm(T, L, d, scale, q, H3, 1, k, 1, H3, 0, S, T, 1, gemm_ctx, slot);
         for (size_t i = 0; i < T; i++) {
             real *r = S + i * T;
             real mx = -INFINITY;
@@ -334,7 +340,7 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
                               : S;
         /* out[T, d] = P[T, L] V[L, d] */
         gemm(T, d, L, 1, P, T, 1, v, H3, 1, 0, out + b * T * H + h * d, H, 1,
-             &rn);
+             gemm_ctx, slot);
     }
 }
 
@@ -342,7 +348,7 @@ void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
                              const real *qkv, const real *att,
                              const size_t *lens, size_t B, size_t T, size_t H,
                              size_t NH, real p, uint64_t seed,
-                             uint64_t stream, int n_threads)
+                             uint64_t stream, int n_threads, void *gemm_ctx)
 {
     int nth = clamp_threads(n_threads);
     size_t d = H / NH, H3 = 3 * H;
@@ -350,9 +356,7 @@ void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
     real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
-        rntm_t rn;
-        bli_rntm_init(&rn);
-        bli_rntm_set_num_threads(1, &rn);
+        int slot = OPS_SLOT();
         size_t b = bh / NH, h = bh % NH, L = lens[b];
         const real *q = qkv + b * T * H3 + h * d;
         const real *k = q + H, *v = q + 2 * H;
@@ -365,9 +369,9 @@ void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
                                                 stream)
                               : S;
         /* dV[L, d] += P^T dout */
-        gemm(L, d, T, 1, P, 1, T, g, H, 1, 1, dv, H3, 1, &rn);
+        gemm(L, d, T, 1, P, 1, T, g, H, 1, 1, dv, H3, 1, gemm_ctx, slot);
         /* dP[T, L] = dout V^T */
-        gemm(T, L, d, 1, g, H, 1, v, 1, H3, 0, W, T, 1, &rn);
+        gemm(T, L, d, 1, g, H, 1, v, 1, H3, 0, W, T, 1, gemm_ctx, slot);
         for (size_t i = 0; i < T; i++) {
             real *r = W + i * T;
             const real *s = S + i * T;
@@ -387,8 +391,8 @@ void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
                 r[j] = s[j] * (r[j] - dot) * scale;
         }
         /* dQ[T, d] += dS K ; dK[L, d] += dS^T Q */
-        gemm(T, d, L, 1, W, T, 1, k, H3, 1, 1, dq, H3, 1, &rn);
-        gemm(L, d, T, 1, W, 1, T, q, H3, 1, 1, dk, H3, 1, &rn);
+        gemm(T, d, L, 1, W, T, 1, k, H3, 1, 1, dq, H3, 1, gemm_ctx, slot);
+        gemm(L, d, T, 1, W, 1, T, q, H3, 1, 1, dk, H3, 1, gemm_ctx, slot);
     }
 }
 

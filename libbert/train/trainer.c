@@ -3,7 +3,6 @@
  * <libbert/bert_train.h>. */
 #include "libbert/train/trainer.h"
 
-#include <blis.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -432,14 +431,12 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->grads = calloc(n, sizeof(float));
     t->m = calloc(n, sizeof(float));
     t->v = calloc(n, sizeof(float));
-    t->rntm = malloc(sizeof(rntm_t));
-    if (!t->params || !t->grads || !t->m || !t->v || !t->rntm) {
+    t->gemm = bert__gemm_ctx_create(t->p.n_threads < 1 ? 1 : t->p.n_threads,
+                                    BERT_KERNELS_AUTO, NULL, 0);
+    if (!t->params || !t->grads || !t->m || !t->v || !t->gemm) {
         bert_trainer_free(t);
         return bert__err(err, BERT_ENOMEM, "out of memory (%zu parameters)", n);
     }
-    bli_rntm_init((rntm_t *)t->rntm);
-    bli_rntm_set_num_threads(t->p.n_threads < 1 ? 1 : t->p.n_threads,
-                             (rntm_t *)t->rntm);
     point(t->params, t->sizes, t->pt);
     point(t->grads, t->sizes, t->gt);
     for (int i = 0; i < P_COUNT; i++)
@@ -475,7 +472,7 @@ void bert_trainer_free(bert_trainer *t)
     free(t->v);
     free(t->acts);
     free(t->ibuf);
-    free(t->rntm);
+    bert__gemm_ctx_free(t->gemm);
     free(t);
 }
 
@@ -638,7 +635,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     float pao = t->arch->ao_dropout ? ph : 0.0f;
     float pc = drop ? t->head_dropout : 0.0f;
     uint64_t seed = t->p.seed, mi = t->micro;
-    void *rn = t->rntm;
+    void *rn = t->gemm;
     float **pt = t->pt, **gt = t->gt;
 
     /* embeddings */
@@ -657,7 +654,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         bert__t_matmul_forward(qkv, x, pt[P_QKVW] + l * 3 * H * H,
                                pt[P_QKVB] + l * 3 * H, N, H, 3 * H, rn);
         bert__t_attention_forward(atty, att, a.ascr, qkv, bt->lengths, B, T, H,
-                                  NH, pa, seed, stream_of(mi, l, S_ATT), nth);
+                                  NH, pa, seed, stream_of(mi, l, S_ATT), nth,
+                                  rn);
         bert__t_matmul_forward(r1, atty, pt[P_AOW] + l * H * H,
                                pt[P_AOB] + l * H, N, H, H, rn);
         bert__t_dropout(r1, N * H, pao, seed, stream_of(mi, l, S_AO), nth);
@@ -813,7 +811,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         memset(a.dqkv, 0, N * 3 * H * sizeof(float));
         bert__t_attention_backward(a.dqkv, a.ascr, a.datty, qkv, att,
                                    bt->lengths, B, T, H, NH, pa, seed,
-                                   stream_of(mi, l, S_ATT), nth);
+                                   stream_of(mi, l, S_ATT), nth, rn);
         bert__t_matmul_backward(dA, gt[P_QKVW] + l * 3 * H * H,
                                 gt[P_QKVB] + l * 3 * H, a.dqkv, xin,
                                 pt[P_QKVW] + l * 3 * H * H, N, H, 3 * H, rn,

@@ -4,6 +4,7 @@
 
 #include "libbert/bert_train.h"
 #include "libbert/config.h"
+#include "libbert/gemm.h"
 
 /* Parameter tensors, in the order of one contiguous allocation.  Per-layer
  * tensors are stacked [L, ...]; Q, K and V of a layer are adjacent so that
@@ -45,7 +46,7 @@ typedef struct bert_trainer {
     size_t acts_cap;
     int32_t *ibuf;
     size_t ibuf_cap;
-    void *rntm;                /* rntm_t */
+    bert_gemm_ctx *gemm;       /* the products' threads and kernels */
 } bert_trainer;
 
 /* One forward (train: dropout on) + optional backward on a batch;

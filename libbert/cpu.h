@@ -1,0 +1,30 @@
+/*
+ * libbert/cpu.h - what the CPU and the operating system let libbert run,
+ * read from CPUID and XCR0.
+ *
+ * Kernel choices key on these features only, never on a vendor, family,
+ * model number or brand string, nor on which configuration BLIS picked
+ * (BLIS 0.9.0 runs its generic C kernels on CPUs it does not recognise,
+ * and its AVX2 kernels on AVX-512 Intel CPUs in VMs).
+ */
+#ifndef LIBBERT_CPU_H
+#define LIBBERT_CPU_H
+
+enum {
+    BERT_CPU_AVX2 = 1 << 0,        /* AVX2 + FMA3, ymm state enabled */
+    BERT_CPU_AVX512 = 1 << 1,      /* AVX-512 F/BW/DQ/VL, zmm state enabled */
+    BERT_CPU_AVX512_BF16 = 1 << 2, /* vdpbf16ps */
+    BERT_CPU_AVX512_VNNI = 1 << 3, /* vpdpbusd on zmm */
+    BERT_CPU_AVX_VNNI = 1 << 4,    /* vpdpbusd on ymm (VEX) */
+    BERT_CPU_AMX = 1 << 5          /* AMX tiles (BF16, INT8) usable */
+};
+
+/* The BERT_CPU_* bits of this CPU.  Reads CPUID on every call (cheap; no
+ * cached global): call it when creating a session, not per product. */
+unsigned bert__cpu_features(void);
+
+/* "avx2 avx512 ..." for messages and benchmarks: the names of the bits set
+ * in f, written to buf (size n); returns buf. */
+const char *bert__cpu_feature_names(unsigned f, char *buf, unsigned n);
+
+#endif

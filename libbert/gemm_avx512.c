@@ -1,0 +1,50 @@
+/* gemm_avx512.c - the AVX-512 sgemm micro-kernel (12 x 32; see
+ * gemm_kernels.h for the contract). */
+#include "libbert/gemm_kernels.h"
+
+#if BERT_HAVE_X86_KERNELS
+#include <immintrin.h>
+
+#define MR BERT_AVX512_MR
+
+/* Row i of the tile: two accumulators (columns 0-15 and 16-31). */
+#define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
+#define STEP(i)                                                               \
+    {                                                                         \
+        __m512 ai = _mm512_set1_ps(a[i]);                                     \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                           \
+        c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                           \
+    }
+#define STORE(i)                                                              \
+    {                                                                         \
+        float *ci = c + (i) * ldc;                                            \
+        if (accumulate) {                                                     \
+            _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, c##i##0,                 \
+                                                 _mm512_loadu_ps(ci)));       \
+            _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(                        \
+                                          va, c##i##1,                        \
+                                          _mm512_loadu_ps(ci + 16)));         \
+        } else {                                                              \
+            _mm512_storeu_ps(ci, _mm512_mul_ps(va, c##i##0));                 \
+            _mm512_storeu_ps(ci + 16, _mm512_mul_ps(va, c##i##1));            \
+        }                                                                     \
+    }
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
+                      float *c, size_t ldc, float alpha, int accumulate)
+{
+    ROWS(DECL)
+    for (size_t p = 0; p < k; p++) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        /* The next rows of the A panel come from L2: ask for them early. */
+        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        ROWS(STEP)
+        a += MR;
+        b += ldb;
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    ROWS(STORE)
+}
+#endif

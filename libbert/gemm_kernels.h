@@ -1,0 +1,48 @@
+/*
+ * libbert/gemm_kernels.h - libbert's own sgemm micro-kernels.
+ *
+ * A micro-kernel computes one MR x NR tile of C = A B from a packed A
+ * micro-panel (column by column: a[p*MR + i]) and a B micro-panel (row by
+ * row: b[p*ldb + j], j < NR):
+ *
+ *     accumulate == 0:  C := alpha * A B
+ *     accumulate != 0:  C := C + alpha * A B
+ *
+ * C is row-major with row stride ldc (edge tiles and other C layouts go
+ * through a local tile in gemm.c).  Vectors run along C's rows (the output
+ * channels of a Linear), so a tile is stored with plain vector stores and B
+ * needs NR-wide panels: libbert packs every weight matrix once into
+ * 32-column panels (BERT_PANEL), which the AVX-512 kernel reads whole and
+ * the AVX2 kernel as two 16-column halves.
+ *
+ * Each kernel is compiled for its instruction set with a target attribute,
+ * so the library builds with the distribution's default flags and chooses
+ * at run time from the CPU's features (cpu.h).
+ */
+#ifndef LIBBERT_GEMM_KERNELS_H
+#define LIBBERT_GEMM_KERNELS_H
+
+#include <stddef.h>
+
+/* Width of the packed B panels (weights), in floats. */
+#define BERT_PANEL 32
+
+typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
+                            size_t ldb, float *c, size_t ldc, float alpha,
+                            int accumulate);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BERT_HAVE_X86_KERNELS 1
+/* 12 x 32: 24 zmm accumulators, two B vectors, one broadcast. */
+enum { BERT_AVX512_MR = 12, BERT_AVX512_NR = 32 };
+void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
+                      float *c, size_t ldc, float alpha, int accumulate);
+/* 6 x 16: 12 ymm accumulators, two B vectors, one broadcast. */
+enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
+void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
+                    float *c, size_t ldc, float alpha, int accumulate);
+#else
+#define BERT_HAVE_X86_KERNELS 0
+#endif
+
+#endif

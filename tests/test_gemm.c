@@ -1,0 +1,270 @@
+/* test_gemm.c - libbert's matrix products (libbert/gemm.c) against a
+ * double-precision reference, once per kernel tier this CPU supports
+ * (avx512, avx2, blis; the others are reported as skipped):
+ *  - bert__sgemm on every layout of A, B and C (row/column-major each),
+ *    each of m, n, k below 16 and edge tiles around the kernels' 6/12-row
+ *    and 16/32-column tiles, alpha and beta (0 over NaN, 1, 0.5), k = 0,
+ *    on 1 and 2 threads;
+ *  - bert__sgemm1 from concurrent threads with distinct slots;
+ *  - bert__gemm_w on weights packed once against the same product unpacked,
+ *    1 and 2 threads, beta 0 and 1.
+ * Tolerance: relative to the sum of |terms| (float accumulation of k
+ * terms), 1e-5. */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "libbert/cpu.h"
+#include "libbert/gemm.h"
+
+static unsigned long long rng = 88172645463325252ull;
+static float frand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static float *rand_buf(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+/* Worst error of C against alpha A B + beta C0, relative to the magnitude
+ * of the terms; NaN counts as infinitely wrong. */
+static double check(size_t m, size_t n, size_t k, float alpha, const float *A,
+                    ptrdiff_t rsa, ptrdiff_t csa, const float *B,
+                    ptrdiff_t rsb, ptrdiff_t csb, float beta, const float *C0,
+                    const float *C, ptrdiff_t rsc, ptrdiff_t csc)
+{
+    double worst = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0, mag = 0;
+            for (size_t p = 0; p < k; p++) {
+                double x = (double)A[(ptrdiff_t)i * rsa + (ptrdiff_t)p * csa] *
+                           B[(ptrdiff_t)p * rsb + (ptrdiff_t)j * csb];
+                s += x;
+                mag += fabs(x);
+            }
+            s *= alpha;
+            mag *= fabs(alpha);
+            ptrdiff_t o = (ptrdiff_t)i * rsc + (ptrdiff_t)j * csc;
+            if (beta != 0.0f) {
+                s += (double)beta * C0[o];
+                mag += fabs((double)beta * C0[o]);
+            }
+            double d = fabs(s - C[o]) / (mag + 1e-30);
+            if (!(d <= worst))
+                worst = isnan(d) ? INFINITY : d;
+        }
+    return worst;
+}
+
+static const bert_kernels tiers[] = {BERT_KERNELS_AVX512, BERT_KERNELS_AVX2,
+                                     BERT_KERNELS_BLIS};
+#define N_TIERS (sizeof tiers / sizeof tiers[0])
+
+static bert_gemm_ctx *ctx_or_skip(bert_kernels t, int threads)
+{
+    char why[160];
+    bert_gemm_ctx *g = bert__gemm_ctx_create(threads, t, why, sizeof why);
+    if (!g && threads == 1)
+        printf("\n  tier %s skipped: %s", bert__kernels_name(t), why);
+    return g;
+}
+
+static void test_sgemm_layouts(void)
+{
+    static const size_t shapes[][3] = {
+        {1, 1, 1},     {3, 5, 7},      {15, 1, 33},   {1, 15, 5},
+        {7, 9, 15},    {6, 16, 8},     {12, 32, 3},   {13, 33, 257},
+        {11, 31, 300}, {31, 37, 41},   {64, 9, 130},  {2, 200, 3},
+        {145, 65, 20}, {150, 530, 40}, {40, 1030, 9}, {300, 41, 777}};
+    for (size_t ti = 0; ti < N_TIERS; ti++)
+        for (int threads = 1; threads <= 2; threads++) {
+            bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
+            if (!g)
+                continue;
+            double tier_worst = 0;
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                float *A = rand_buf(m * k), *B = rand_buf(k * n);
+                float *C = rand_buf(m * n), *C0 = rand_buf(m * n);
+                for (int lay = 0; lay < 8; lay++) {
+                    ptrdiff_t rsa = lay & 1 ? 1 : (ptrdiff_t)k;
+                    ptrdiff_t csa = lay & 1 ? (ptrdiff_t)m : 1;
+                    ptrdiff_t rsb = lay & 2 ? 1 : (ptrdiff_t)n;
+                    ptrdiff_t csb = lay & 2 ? (ptrdiff_t)k : 1;
+                    ptrdiff_t rsc = lay & 4 ? 1 : (ptrdiff_t)n;
+                    ptrdiff_t csc = lay & 4 ? (ptrdiff_t)m : 1;
+                    static const float alphas[] = {1.0f, 0.75f, -2.0f};
+                    static const float betas[] = {0.0f, 1.0f, 0.5f};
+                    float alpha = alphas[lay % 3], beta = betas[(lay + s) % 3];
+                    for (size_t i = 0; i < m * n; i++)
+                        C[i] = beta == 0.0f ? NAN : C0[i];
+                    bert__sgemm(g, m, n, k, alpha, A, rsa, csa, B, rsb, csb,
+                                beta, C, rsc, csc);
+                    double d = check(m, n, k, alpha, A, rsa, csa, B, rsb, csb,
+                                     beta, C0, C, rsc, csc);
+                    if (!(d <= 1e-5))
+                        printf("\n  %s %d thr: %zux%zux%zu layout %d alpha "
+                               "%g beta %g: %g",
+                               bert__gemm_ctx_kernels(g), threads, m, n, k,
+                               lay, alpha, beta, d);
+                    CU_ASSERT(d <= 1e-5);
+                    if (d > tier_worst)
+                        tier_worst = d;
+                }
+                free(A), free(B), free(C), free(C0);
+            }
+            /* k == 0: C := beta C (beta 0 clears NaN). */
+            float c[3] = {2, 4, NAN}, x = 1;
+            bert__sgemm(g, 1, 2, 0, 1.0f, &x, 1, 1, &x, 1, 1, 0.5f, c, 2, 1);
+            CU_ASSERT_DOUBLE_EQUAL(c[0], 1.0, 1e-7);
+            CU_ASSERT_DOUBLE_EQUAL(c[1], 2.0, 1e-7);
+            bert__sgemm(g, 1, 1, 0, 1.0f, &x, 1, 1, &x, 1, 1, 0.0f, c + 2, 1,
+                        1);
+            CU_ASSERT(c[2] == 0.0f);
+            if (threads == 1)
+                printf("\n  %s: worst relative error %.2g",
+                       bert__gemm_ctx_kernels(g), tier_worst);
+            bert__gemm_ctx_free(g);
+        }
+}
+
+/* Head-sized products from two threads at once, each with its own slot, as
+ * encoder.c runs attention. */
+static void test_sgemm1_slots(void)
+{
+    size_t T = 45, H = 96, NH = 3, hs = H / NH;
+    for (size_t ti = 0; ti < N_TIERS; ti++) {
+        bert_gemm_ctx *g = ctx_or_skip(tiers[ti], 2);
+        if (!g)
+            continue;
+        float *q = rand_buf(T * H), *k = rand_buf(T * H);
+        float *S = malloc(NH * T * T * sizeof *S);
+        float *zero = calloc(NH * T * T, sizeof *zero);
+        int bad = 0;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(2) reduction(+ : bad)
+#endif
+        for (size_t h = 0; h < NH; h++) {
+            int slot = 0;
+#ifdef _OPENMP
+            slot = omp_get_thread_num();
+#endif
+            float *Sh = S + h * T * T;
+            bert__sgemm1(g, slot, T, T, hs, 0.5f, q + h * hs, (ptrdiff_t)H, 1,
+                         k + h * hs, 1, (ptrdiff_t)H, 0.0f, Sh, (ptrdiff_t)T,
+                         1);
+            bad += check(T, T, hs, 0.5f, q + h * hs, (ptrdiff_t)H, 1,
+                         k + h * hs, 1, (ptrdiff_t)H, 0.0f, zero, Sh,
+                         (ptrdiff_t)T, 1) > 1e-5;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(q), free(k), free(S), free(zero);
+        bert__gemm_ctx_free(g);
+    }
+}
+
+/* y = x W^T (+ y) from packed panels against the same product from W. */
+static void test_packed_weights(void)
+{
+    static const size_t shapes[][3] = {/* m, n (out), k (in) */
+                                       {1, 2, 768},   {5, 33, 17},
+                                       {13, 64, 300}, {128, 96, 64},
+                                       {200, 65, 513}};
+    for (size_t ti = 0; ti < N_TIERS; ti++)
+        for (int threads = 1; threads <= 2; threads++) {
+            bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
+            if (!g)
+                continue;
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                float *X = rand_buf(m * k), *Wt = rand_buf(n * k);
+                float *Y = rand_buf(m * n), *Y0 = rand_buf(m * n);
+                bert_wmat W = {Wt, NULL, n, k};
+                CU_ASSERT_EQUAL_FATAL(bert__wmat_pack(&W, threads), BERT_OK);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(W.panels);
+                CU_ASSERT(bert__wmat_packed_bytes(&W) >= n * k * sizeof(float));
+                for (int b = 0; b < 2; b++) {
+                    float beta = (float)b;
+                    for (size_t i = 0; i < m * n; i++)
+                        Y[i] = b ? Y0[i] : NAN;
+                    bert__gemm_w(g, -1, m, X, k, &W, beta, Y, n);
+                    double d = check(m, n, k, 1.0f, X, (ptrdiff_t)k, 1, Wt, 1,
+                                     (ptrdiff_t)k, beta, Y0, Y, (ptrdiff_t)n,
+                                     1);
+                    if (!(d <= 1e-5))
+                        printf("\n  packed %s %d thr %zux%zux%zu beta %g: %g",
+                               bert__gemm_ctx_kernels(g), threads, m, n, k,
+                               beta, d);
+                    CU_ASSERT(d <= 1e-5);
+                    /* one thread through a slot gives the same */
+                    for (size_t i = 0; i < m * n; i++)
+                        Y[i] = b ? Y0[i] : NAN;
+                    bert__gemm_w(g, threads - 1, m, X, k, &W, beta, Y, n);
+                    CU_ASSERT(check(m, n, k, 1.0f, X, (ptrdiff_t)k, 1, Wt, 1,
+                                    (ptrdiff_t)k, beta, Y0, Y, (ptrdiff_t)n,
+                                    1) <= 1e-5);
+                }
+                bert__wmat_free(&W);
+                CU_ASSERT_PTR_NULL(W.panels);
+                free(X), free(Wt), free(Y), free(Y0);
+            }
+            bert__gemm_ctx_free(g);
+        }
+}
+
+/* Tier names, parsing and what AUTO resolves to. */
+static void test_tiers(void)
+{
+    char buf[128];
+    unsigned f = bert__cpu_features();
+    printf("\n  cpu features: %s; auto = %s",
+           bert__cpu_feature_names(f, buf, sizeof buf),
+           bert__kernels_name(bert__kernels_best()));
+    CU_ASSERT(bert__kernels_supported(BERT_KERNELS_BLIS, NULL, 0));
+    CU_ASSERT(bert__kernels_supported(bert__kernels_best(), NULL, 0));
+    CU_ASSERT_EQUAL(bert__kernels_supported(BERT_KERNELS_AVX512, NULL, 0),
+                    (f & BERT_CPU_AVX512) != 0);
+    CU_ASSERT_EQUAL(bert__kernels_supported(BERT_KERNELS_AVX2, NULL, 0),
+                    (f & BERT_CPU_AVX2) != 0);
+    CU_ASSERT_EQUAL(bert__kernels_parse("avx2"), BERT_KERNELS_AVX2);
+    CU_ASSERT_EQUAL(bert__kernels_parse("auto"), BERT_KERNELS_AUTO);
+    CU_ASSERT_EQUAL(bert__kernels_parse("sse"), -1);
+    CU_ASSERT_FALSE(bert__kernels_supported((bert_kernels)42, buf, sizeof buf));
+    bert_gemm_ctx *g = bert__gemm_ctx_create(1, BERT_KERNELS_AUTO, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(bert__gemm_ctx_tier(g), bert__kernels_best());
+    CU_ASSERT_EQUAL(bert__gemm_ctx_set_threads(g, 3), 0);
+    CU_ASSERT_EQUAL(bert__gemm_ctx_threads(g), 3);
+    bert__gemm_ctx_free(g);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite su = CU_add_suite("gemm", NULL, NULL);
+    CU_add_test(su, "tiers", test_tiers);
+    CU_add_test(su, "sgemm layouts, shapes, alpha/beta", test_sgemm_layouts);
+    CU_add_test(su, "sgemm1 slots from threads", test_sgemm1_slots);
+    CU_add_test(su, "packed weights", test_packed_weights);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}
