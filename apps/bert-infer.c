@@ -213,7 +213,10 @@ int main(int argc, char **argv)
 
     bert_error err;
     bert_model *m = NULL;
-    int rc = bert_model_load(model_dir, NULL, &m, &err);
+    bert_model_params mp = bert_model_default_params();
+    if (app_kernels("bert-infer", &mp.kernels))
+        return EXIT_USAGE;
+    int rc = bert_model_load(model_dir, &mp, &m, &err);
     if (rc != BERT_OK) {
         fprintf(stderr, "bert-infer: %s\n", err.text);
         return EXIT_BADINPUT;
@@ -231,6 +234,7 @@ int main(int argc, char **argv)
     }
     bert_session_params sp = bert_session_default_params();
     sp.n_threads = (int)threads;
+    sp.kernels = mp.kernels;
     bert_session *s = NULL;
     if ((rc = bert_session_create(m, &sp, &s, &err)) != BERT_OK) {
         fprintf(stderr, "bert-infer: %s\n", err.text);

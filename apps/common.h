@@ -46,6 +46,12 @@ bert_model *app_load_model(const char *prog, const char **dir,
                            const char *name, const char *what,
                            bert_task task);
 
+/* The kernels the environment variable BERT_KERNELS asks for ("auto",
+ * "avx512", "avx2", "blis"; unset or empty: auto) in *out; -1 after
+ * printing "PROG: ..." when it names none of them.  app_load_model and
+ * app_session apply it. */
+int app_kernels(const char *prog, bert_kernels *out);
+
 /* A session on m with `threads` threads, or NULL after printing
  * "PROG: DIR: reason" to stderr. */
 bert_session *app_session(const char *prog, const bert_model *m,

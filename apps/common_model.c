@@ -4,6 +4,31 @@
 
 #include <libbert/bert.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int app_kernels(const char *prog, bert_kernels *out)
+{
+    static const struct {
+        const char *name;
+        bert_kernels k;
+    } names[] = {{"auto", BERT_KERNELS_AUTO},
+                 {"avx512", BERT_KERNELS_AVX512},
+                 {"avx2", BERT_KERNELS_AVX2},
+                 {"blis", BERT_KERNELS_BLIS}};
+    const char *v = getenv("BERT_KERNELS");
+    *out = BERT_KERNELS_AUTO;
+    if (!v || !*v)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(v, names[i].name)) {
+            *out = names[i].k;
+            return 0;
+        }
+    fprintf(stderr, "%s: BERT_KERNELS=%s: unknown kernels (auto, avx512, "
+            "avx2 or blis)\n", prog, v);
+    return -1;
+}
 
 bert_model *app_load_model(const char *prog, const char **dir,
                            const char *name, const char *what,
@@ -21,7 +46,10 @@ bert_model *app_load_model(const char *prog, const char **dir,
     }
     bert_error err;
     bert_model *m;
-    if (bert_model_load(*dir, NULL, &m, &err)) {
+    bert_model_params mp = bert_model_default_params();
+    if (app_kernels(prog, &mp.kernels))
+        return NULL;
+    if (bert_model_load(*dir, &mp, &m, &err)) {
         fprintf(stderr, "%s: %s: %s\n", prog, *dir, err.text);
         return NULL;
     }
@@ -42,6 +70,8 @@ bert_session *app_session(const char *prog, const bert_model *m,
 {
     bert_session_params sp = bert_session_default_params();
     sp.n_threads = threads;
+    if (app_kernels(prog, &sp.kernels))
+        return NULL;
     bert_error err;
     bert_session *s;
     if (bert_session_create(m, &sp, &s, &err)) {

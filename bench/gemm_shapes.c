@@ -1,15 +1,15 @@
-/* gemm_shapes.c - BLIS sgemm on the products of a BERT forward, through
- * BLIS's small-matrix ("sup") path, through its packed path, and as libbert
- * runs them (gemm.c's context for this CPU).  This is how the thresholds in
- * gemm.c (tune_zen3) and gemm_avx512.h were chosen.
+/* gemm_shapes.c - the products of a BERT forward, one thread, through each
+ * kernel tier of libbert's product layer: BLIS's sgemm (blis), libbert's
+ * kernels packing the weights per call (unpacked), and libbert's kernels on
+ * weights packed once (packed), as a loaded model runs them.
  *
- *   make bench/gemm_shapes && bench/gemm_shapes      (1 thread, GFLOP/s)
+ *   make bench/gemm_shapes && bench/gemm_shapes [avx512|avx2]   (GFLOP/s)
  *
- * Dense products are Y(m,out) = X(m,in) W^T with W read in place as libbert
- * reads weights (k-contiguous), rotating over 24 weight matrices so that
- * they come from memory as in a forward pass; attention products are one
- * head's Q K^T (n,n,hs) and P V (n,hs,n) with rows H = 12 hs apart. */
-#include <blis.h>
+ * Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), best of 5, so
+ * other processes on the machine disturb the figures less.  Dense products
+ * are Y(m,out) = X(m,in) W^T, rotating over 24 weight matrices so that they
+ * come from memory as in a forward pass; attention products are one head's
+ * Q K^T (n,n,hs) and P V (n,hs,n) with rows H = 12 hs apart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +19,11 @@
 
 enum { NW = 24 };
 
-static double now_s(void)
+static double cpu_s(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void set_thresh(cntx_t *c, dim_t v)
-{
-    bli_blksz_set_def(v, BLIS_FLOAT, &c->l3_sup_thresh[BLIS_MT]);
-    bli_blksz_set_def(v, BLIS_FLOAT, &c->l3_sup_thresh[BLIS_NT]);
-    bli_blksz_set_def(v, BLIS_FLOAT, &c->l3_sup_thresh[BLIS_KT]);
 }
 
 typedef struct {
@@ -38,53 +31,51 @@ typedef struct {
     const float *A;
     ptrdiff_t rsa, csa;
     float *const *B; /* nb operands, used in turn */
+    bert_wmat *Wm;   /* or nb packed weights */
     int nb;
     ptrdiff_t rsb, csb;
     float *C;
 } product;
 
-/* GFLOP/s of the best of 5 timings; cx NULL runs libbert's bert__sgemm1. */
-static double gflops(const product *p, cntx_t *cx, const bert_gemm_ctx *g)
+static double gflops(const product *p, const bert_gemm_ctx *g)
 {
-    rntm_t r = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(1, &r);
-    float one = 1, zero = 0;
     double fl = 2.0 * (double)p->m * (double)p->n * (double)p->k * p->nb;
-    int reps = (int)(2e8 / fl) + 1, best_set = 0;
-    double best = 0;
+    int reps = (int)(2e8 / fl) + 1;
+    double best = 1e30;
     for (int it = 0; it < 5; it++) {
-        double t = now_s();
+        double t = cpu_s();
         for (int rr = 0; rr < reps; rr++)
             for (int l = 0; l < p->nb; l++) {
-                if (cx)
-                    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE,
-                                 (dim_t)p->m, (dim_t)p->n, (dim_t)p->k, &one,
-                                 (float *)p->A, p->rsa, p->csa, p->B[l],
-                                 p->rsb, p->csb, &zero, p->C, (inc_t)p->n, 1,
-                                 cx, &r);
+                if (p->Wm)
+                    bert__gemm_w(g, 0, p->m, p->A, (size_t)p->rsa, &p->Wm[l],
+                                 0.0f, p->C, p->n);
                 else
-                    bert__sgemm1(g, p->m, p->n, p->k, 1.0f, p->A, p->rsa,
+                    bert__sgemm1(g, 0, p->m, p->n, p->k, 1.0f, p->A, p->rsa,
                                  p->csa, p->B[l], p->rsb, p->csb, 0.0f, p->C,
                                  (ptrdiff_t)p->n, 1);
             }
-        t = (now_s() - t) / reps;
-        if (!best_set || t < best)
-            best = t, best_set = 1;
+        t = (cpu_s() - t) / reps;
+        if (t < best)
+            best = t;
     }
     return fl / best / 1e9;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    cntx_t sup, packed;
-    memcpy(&sup, bli_gks_query_cntx(), sizeof sup);
-    packed = sup;
-    set_thresh(&sup, 1 << 30); /* every product is "small" */
-    set_thresh(&packed, 1);    /* none is */
-    bert_gemm_ctx *g = bert__gemm_ctx_create(1);
+    int tier = argc > 1 ? bert__kernels_parse(argv[1]) : BERT_KERNELS_AUTO;
+    char why[128];
+    bert_gemm_ctx *own = bert__gemm_ctx_create(1, (bert_kernels)tier, why,
+                                               sizeof why);
+    bert_gemm_ctx *blis = bert__gemm_ctx_create(1, BERT_KERNELS_BLIS, NULL, 0);
+    if (!own || !blis) {
+        fprintf(stderr, "gemm_shapes: %s\n", why);
+        return 1;
+    }
     float *A = malloc(4096 * 3072 * sizeof *A), *C = malloc(4096 * 3072 * sizeof *C);
     float *W[NW];
-    if (!g || !A || !C)
+    bert_wmat Wp[2][NW];
+    if (!A || !C)
         return 1;
     for (size_t i = 0; i < 4096 * 3072; i++)
         A[i] = (float)(i % 7) * 0.01f;
@@ -93,42 +84,51 @@ int main(void)
             return 1;
         for (size_t i = 0; i < 768 * 3072; i++)
             W[l][i] = (float)(i % 5) * 0.01f;
+        Wp[0][l] = (bert_wmat){W[l], NULL, 768, 768};
+        Wp[1][l] = (bert_wmat){W[l], NULL, 3072, 768};
+        if (bert__wmat_pack(&Wp[0][l], 1) || bert__wmat_pack(&Wp[1][l], 1))
+            return 1;
     }
-    printf("BLIS configuration %s, libbert kernels %s; GFLOP/s, 1 thread\n",
-           bli_arch_string(bli_arch_query_id()), bert__gemm_ctx_kernels(g));
-    printf("\ndense X(m,in) W^T, weights from memory:  sup / packed / libbert\n");
-    static const size_t ms[] = {4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512};
+    printf("libbert kernels %s against %s; GFLOP/s (CPU time), 1 thread\n",
+           bert__gemm_ctx_kernels(own), bert__gemm_ctx_kernels(blis));
+    printf("\ndense X(m,in) W^T, weights from memory:  blis / unpacked / packed\n");
+    static const size_t ms[] = {1, 4, 16, 32, 64, 128, 256, 512, 4096};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         printf("  m %4zu", ms[i]);
-        static const size_t io[2][2] = {{768, 768}, {3072, 768}};
+        static const size_t io[2][2] = {{768, 768}, {768, 3072}};
         for (int s = 0; s < 2; s++) {
             size_t in = io[s][0], out = io[s][1];
-            product p = {ms[i], out, in, A, (ptrdiff_t)in, 1, W, NW, 1,
+            product p = {ms[i], out, in, A, (ptrdiff_t)in, 1, W, NULL, NW, 1,
                          (ptrdiff_t)in, C};
-            printf("   %zu->%zu %6.1f %6.1f %6.1f", in, out,
-                   gflops(&p, &sup, NULL), gflops(&p, &packed, NULL),
-                   gflops(&p, NULL, g));
+            product pp = p;
+            pp.Wm = Wp[s];
+            printf("   %zu->%zu %6.1f %6.1f %6.1f", in, out, gflops(&p, blis),
+                   gflops(&p, own), gflops(&pp, own));
         }
         printf("\n");
     }
-    printf("\none head's attention:  sup / packed / libbert\n");
+    printf("\none head's attention:  blis / libbert\n");
     static const size_t hss[] = {32, 64}, ns[] = {16, 32, 64, 128, 256, 512};
     for (size_t a = 0; a < 2; a++)
         for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
             size_t hs = hss[a], n = ns[b], H = 12 * hs;
             float *K[1] = {W[0]}, *V[1] = {W[1]};
-            product qk = {n, n, hs, A, (ptrdiff_t)H, 1, K, 1, 1, (ptrdiff_t)H, C};
-            product pv = {n, hs, n, A, (ptrdiff_t)n, 1, V, 1, (ptrdiff_t)H, 1, C};
-            printf("  hs %2zu n %4zu   QK^T %6.1f %6.1f %6.1f   PV %6.1f %6.1f "
-                   "%6.1f\n",
-                   hs, n, gflops(&qk, &sup, NULL), gflops(&qk, &packed, NULL),
-                   gflops(&qk, NULL, g), gflops(&pv, &sup, NULL),
-                   gflops(&pv, &packed, NULL), gflops(&pv, NULL, g));
+            product qk = {n, n, hs, A, (ptrdiff_t)H, 1, K, NULL, 1, 1,
+                          (ptrdiff_t)H, C};
+            product pv = {n, hs, n, A, (ptrdiff_t)n, 1, V, NULL, 1,
+                          (ptrdiff_t)H, 1, C};
+            printf("  hs %2zu n %4zu   QK^T %6.1f %6.1f   PV %6.1f %6.1f\n", hs,
+                   n, gflops(&qk, blis), gflops(&qk, own), gflops(&pv, blis),
+                   gflops(&pv, own));
         }
-    for (int l = 0; l < NW; l++)
+    for (int l = 0; l < NW; l++) {
         free(W[l]);
+        bert__wmat_free(&Wp[0][l]);
+        bert__wmat_free(&Wp[1][l]);
+    }
     free(A);
     free(C);
-    bert__gemm_ctx_free(g);
+    bert__gemm_ctx_free(own);
+    bert__gemm_ctx_free(blis);
     return 0;
 }

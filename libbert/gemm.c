@@ -41,7 +41,13 @@
  * (32 KB) stays in L1 while the A panels of an MC x KC block (144 KB)
  * stream from L2; general B products pack NCP panels (512 columns) at a
  * time. */
-enum { KC = 256, MC = 144, NCP = 16 };
+#ifndef BERT_GEMM_KC
+#define BERT_GEMM_KC 256
+#endif
+#ifndef BERT_GEMM_MC
+#define BERT_GEMM_MC 144
+#endif
+enum { KC = BERT_GEMM_KC, MC = BERT_GEMM_MC, NCP = 16 };
 #define ABUF_FLOATS ((size_t)MC * KC)
 #define BBUF_FLOATS ((size_t)KC * NCP * BERT_PANEL)
 /* Largest MR of the tiers (edge tiles go through a local tile). */
@@ -268,6 +274,9 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
     const float *w = W->w;
     size_t n = W->n, k = W->k;
     (void)n_threads;
+    /* KC-row blocks one after the other, each holding every panel's kc x 32
+     * block: the order the loops read them in, so a product streams its
+     * weights from memory sequentially. */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(n_threads) \
     if (n_threads > 1)
@@ -275,9 +284,12 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
     for (size_t j = 0; j < np; j++) {
         size_t nc = n - j * BERT_PANEL < BERT_PANEL ? n - j * BERT_PANEL
                                                      : BERT_PANEL;
-        /* W^T's columns are W's rows: strides (1, k). */
-        pack_b(p + j * per, per, w + j * BERT_PANEL * k, 1, (ptrdiff_t)k, k,
-               nc);
+        for (size_t pc = 0; pc < k; pc += KC) {
+            size_t kc = k - pc < KC ? k - pc : KC;
+            /* W^T's columns are W's rows: strides (1, k). */
+            pack_b(p + pc * np * BERT_PANEL + j * kc * BERT_PANEL, 0,
+                   w + j * BERT_PANEL * k + pc, 1, (ptrdiff_t)k, kc, nc);
+        }
     }
     W->panels = p;
     return BERT_OK;
@@ -338,7 +350,7 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
  * a multiple of BERT_PANEL. */
 typedef struct job {
     const tier_info *t;
-    size_t k;
+    size_t k, n;
     float alpha, beta;
     const float *A;
     ptrdiff_t rsa, csa;
@@ -371,14 +383,14 @@ static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
     }
     float *abuf = buf, *bbuf = buf + ABUF_FLOATS;
     if (jb->panels) {
-        size_t per = k * BERT_PANEL;
-        const float *bp = jb->panels + (j0 / BERT_PANEL) * per;
+        size_t np = (jb->n + BERT_PANEL - 1) / BERT_PANEL;
         for (size_t pc = 0; pc < k; pc += KC) {
             size_t kc = k - pc < KC ? k - pc : KC;
+            const float *bp = jb->panels + pc * np * BERT_PANEL +
+                              (j0 / BERT_PANEL) * kc * BERT_PANEL;
             slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
-                  bp + pc * BERT_PANEL, per, j1 - j0,
-                  C + (ptrdiff_t)j0 * jb->csc, jb->rsc, jb->csc, jb->alpha,
-                  acc0 || pc > 0, abuf);
+                  bp, kc * BERT_PANEL, j1 - j0, C + (ptrdiff_t)j0 * jb->csc,
+                  jb->rsc, jb->csc, jb->alpha, acc0 || pc > 0, abuf);
         }
         return;
     }
@@ -501,7 +513,7 @@ static void sgemm_any(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
                   beta, C, rsc, csc);
         return;
     }
-    job jb = {&g->ti, k, alpha, beta, A, rsa, csa, B, rsb, csb, NULL,
+    job jb = {&g->ti, k, n, alpha, beta, A, rsa, csa, B, rsb, csb, NULL,
               C, rsc, csc};
     run(g, slot, m, n, &jb);
 }
@@ -535,7 +547,7 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
         return;
     }
-    job jb = {&g->ti, W->k, 1.0f, beta, X, (ptrdiff_t)ldx, 1, NULL, 0, 0,
-              W->panels, Y, (ptrdiff_t)ldy, 1};
+    job jb = {&g->ti, W->k, W->n, 1.0f, beta, X, (ptrdiff_t)ldx, 1, NULL, 0,
+              0, W->panels, Y, (ptrdiff_t)ldy, 1};
     run(g, slot, m, W->n, &jb);
 }

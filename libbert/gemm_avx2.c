@@ -36,9 +36,18 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate)
 {
     ROWS(DECL)
+    /* As in the AVX-512 kernel: the next micro-panel into L2 meanwhile
+     * (here the next 32-column panel, read after this one's other half). */
+    const float *bn = b + k * ldb;
+    if (accumulate)
+        for (int i = 0; i < MR; i++)
+            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
     for (size_t p = 0; p < k; p++) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)bn, _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
+        bn += ldb;
         ROWS(STEP)
         a += MR;
         b += ldb;

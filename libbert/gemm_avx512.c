@@ -36,10 +36,24 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate)
 {
     ROWS(DECL)
+    /* The loops lay B's micro-panels out one after the other (k rows of
+     * ldb floats each): while this one is in use, bring the same row of the
+     * next into L2, so streaming the weights from memory overlaps the
+     * arithmetic instead of stalling the first pass over each panel. */
+    const float *bn = b + k * ldb;
+    /* C's tile is read at the end: start fetching it now. */
+    if (accumulate)
+        for (int i = 0; i < MR; i++) {
+            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+        }
     for (size_t p = 0; p < k; p++) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
         /* The next rows of the A panel come from L2: ask for them early. */
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)bn, _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
+        bn += ldb;
         ROWS(STEP)
         a += MR;
         b += ldb;
