@@ -231,10 +231,12 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
     }
 }
 
-/* Rows per thread from which the row split beats BLIS's own threading
- * inside each product (measured on 2 cores: BLIS splits a 128-row product
- * better on a quiet machine; from 128 rows per thread they are even). */
-#define ROWSPLIT_MIN_ROWS 64
+/* Rows per thread from which the layers split rows among the threads.
+ * Below it each product splits the packed weights' columns among the
+ * threads (gemm.c): every thread then reads only its share of the weights
+ * and keeps all the rows in its tiles, which is what a single sequence
+ * needs (at 64 rows a thread, a 12-row kernel tile would also waste 11%). */
+#define ROWSPLIT_MIN_ROWS 256
 
 /* x = LayerNorm(x + (y + b)) on R rows (H wide), split by rows among the
  * session's threads between BLIS calls. */

@@ -250,6 +250,16 @@ static void pack_b(float *restrict dst, size_t ld_panel, const float *B,
 {
     for (size_t j0 = 0; j0 < nc; j0 += BERT_PANEL, dst += ld_panel) {
         size_t w = nc - j0 < BERT_PANEL ? nc - j0 : BERT_PANEL;
+        if (csb == 1) {
+            /* Row-major B: each panel row is a contiguous run. */
+            for (size_t p = 0; p < kc; p++) {
+                memcpy(dst + p * BERT_PANEL, B + (ptrdiff_t)p * rsb + j0,
+                       w * sizeof(float));
+                for (size_t j = w; j < BERT_PANEL; j++)
+                    dst[p * BERT_PANEL + j] = 0.0f;
+            }
+            continue;
+        }
         for (size_t j = 0; j < w; j++) {
             const float *s = B + (ptrdiff_t)(j0 + j) * csb;
             for (size_t p = 0; p < kc; p++)
