@@ -297,8 +297,9 @@ Datum bert_tokenize_sql(PG_FUNCTION_ARGS)
     bert_pg_model *pm = bert_pg_model_get(PG_GETARG_TEXT_PP(0), BERT_PG_ANY_TASK, fn);
     size_t tl;
     const char *t = bert_pg_text_utf8(PG_GETARG_TEXT_PP(1), &tl, fn);
+    /* untruncated, as bert-tokenize: the model itself sees at most the
+     * first bert_model_max_length tokens ([SEP] kept) */
     bert_encode_params ep = bert_encode_default_params();
-    ep.max_length = pm->max_len;
     bert_error err;
     memset(&err, 0, sizeof err);
     int rc = bert_tokenizer_encode(bert_model_tokenizer(pm->m), t, tl, NULL,

@@ -169,7 +169,7 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
         entry_free(pm);
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_FILE),
-                 errmsg("%s: model \"%s\" not found: %s is %s", fn, name, dir,
+                 errmsg("%s: model \"%s\" not found: %s: %s", fn, name, dir,
                         e == 0 ? "not a directory" : strerror(e)),
                  name[0] == '/'
                      ? errhint("Give the directory of a Hugging Face model "
@@ -284,10 +284,13 @@ bert_pg_model *bert_pg_model_get(const text *name_t, int task,
                  errmsg("%s: model \"%s\" is a %s model; %s needs a %s model",
                         fn, name, task_name(cfg->task), fn, task_name((bert_task)task)),
                  errhint(task == BERT_TASK_TOKEN
-                             ? "Use bert_tag with a token-classification "
-                               "(NER) model such as 'ner'."
-                             : "Use bert_classify with a sequence-"
-                               "classification model such as 'sentiment'.")));
+                             ? "bert_tag takes a token-classification (NER) "
+                               "model such as 'ner'; sequence-classification "
+                               "models go to bert_classify."
+                             : "%s takes a sequence-classification model "
+                               "such as 'sentiment'; token-classification "
+                               "models go to bert_tag.",
+                         fn)));
     if (pm->threads != bert_pg_threads) {
         if (bert_session_set_threads(pm->s, bert_pg_threads) != BERT_OK)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
