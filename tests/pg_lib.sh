@@ -40,6 +40,9 @@ pg_setup() {
     [ -w "$extdir" ] && [ -w "$pkglibdir" ] || {
         echo "SKIP: cannot install the extension into $extdir and" \
              "$pkglibdir (run as root)"; exit 77; }
+    grep -q '^PG_CONFIG = ..*' "$top_builddir/Makefile" || {
+        echo "SKIP: configure found no pg_config with PGXS (install" \
+             "postgresql-server-dev-15, then run configure again)"; exit 77; }
     [ -f "$top_builddir/.libs/libbert.so" ] || {
         echo "FAIL: $top_builddir/.libs/libbert.so not built"; exit 1; }
 
