@@ -48,7 +48,8 @@ static void run_batch(bert_pg_model *pm, const bert_input *in, size_t nb,
                       float *logits, const char *fn)
 {
     bert_outputs o = {logits, NULL, NULL};
-    if (bert_pg_guard_enter(pm))
+    bert_pg_guard_arm(pm);
+    if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
         bert_pg_guard_fail(pm, fn);
     int rc = bert_session_run(pm->s, in, nb, &o);
     bert_pg_guard_leave();

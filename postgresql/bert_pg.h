@@ -77,25 +77,23 @@ void bert_pg_model_drop(bert_pg_model *pm);
  * reads it, the read raises SIGBUS, which would kill the backend (and make
  * the postmaster restart every session).  The cache checks the files'
  * identity before each use, so this only covers a file changed during a
- * call.  Usage:
+ * call.  Usage, in a function of its own (no local variable of the caller
+ * is then live across the jump):
  *
- *     if (bert_pg_guard_enter(pm) != 0) -> the call died of SIGBUS
- *     ... libbert calls, no ereport ...
+ *     bert_pg_guard_arm(pm);
+ *     if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
+ *         bert_pg_guard_fail(pm, fn);      (the call died of SIGBUS)
+ *     rc = ...libbert calls, no ereport...;
  *     bert_pg_guard_leave();
  *
- * bert_pg_guard_enter is a macro around sigsetjmp (it must be, for the
- * jump target to stay valid).  It arms the guard only when pm's session
- * runs on one thread: jumping out of an OpenMP parallel region would leave
- * the thread team broken, so with bert.threads > 1 a SIGBUS stays fatal.  On SIGBUS it returns again, non-zero, with
- * the guard left; the caller drops the model and raises the error through
- * bert_pg_guard_fail. */
+ * sigsetjmp must be called by the function whose frame stays valid, hence
+ * no wrapper function.  The guard is armed only when pm's session runs on
+ * one thread: jumping out of an OpenMP parallel region would leave the
+ * thread team broken, so with bert.threads > 1 a SIGBUS stays fatal. */
 extern sigjmp_buf bert_pg_guard_jmp;
 extern volatile sig_atomic_t bert_pg_guard_armed;
 
-#define bert_pg_guard_enter(pm)                                                \
-    (sigsetjmp(bert_pg_guard_jmp, 1) != 0                                      \
-         ? (bert_pg_guard_armed = 0, 1)                                        \
-         : (bert_pg_guard_armed = (pm)->threads == 1, 0))
+#define bert_pg_guard_arm(pm) (bert_pg_guard_armed = (pm)->threads == 1)
 #define bert_pg_guard_leave() (bert_pg_guard_armed = 0)
 
 /* Drops pm and raises the "changed during use" error. */

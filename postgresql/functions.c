@@ -26,7 +26,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
-#include "utils/lsyscache.h"
 
 PG_MODULE_MAGIC;
 
@@ -80,8 +79,12 @@ const char *bert_pg_text_utf8(const text *t, size_t *len, const char *fn)
     const char *s = VARDATA_ANY(t);
     int n = VARSIZE_ANY_EXHDR(t);
     if (GetDatabaseEncoding() != PG_UTF8) {
-        s = pg_server_to_any(s, n, PG_UTF8);
-        n = (int)strlen(s);
+        /* the same pointer when nothing was converted (SQL_ASCII) */
+        const char *u = pg_server_to_any(s, n, PG_UTF8);
+        if (u != s) {
+            s = u;
+            n = (int)strlen(s);
+        }
     }
     if (n > bert_pg_max_input_bytes)
         ereport(ERROR,
@@ -138,7 +141,8 @@ static void classify_one(bert_pg_model *pm, const char *t, size_t tl,
                          const char *p, size_t pl, float *scores, int *label,
                          const char *fn)
 {
-    if (bert_pg_guard_enter(pm))
+    bert_pg_guard_arm(pm);
+    if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
         bert_pg_guard_fail(pm, fn);
     int rc = bert_classify_text(pm->s, t, tl, p, pl, scores, pm->n_labels,
                                 label);
@@ -237,6 +241,19 @@ Datum bert_classify_batch_sql(PG_FUNCTION_ARGS)
 
 /* ---- bert_tag ------------------------------------------------------------ */
 
+/* bert_tag_text under the SIGBUS guard. */
+static int tag_one(bert_pg_model *pm, const char *t, size_t tl,
+                   const bert_tag_params *params, bert_error *err,
+                   const char *fn)
+{
+    bert_pg_guard_arm(pm);
+    if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
+        bert_pg_guard_fail(pm, fn);
+    int rc = bert_tag_text(pm->m, pm->s, t, tl, params, pm->tag, err);
+    bert_pg_guard_leave();
+    return rc;
+}
+
 PG_FUNCTION_INFO_V1(bert_tag_sql);
 Datum bert_tag_sql(PG_FUNCTION_ARGS)
 {
@@ -262,10 +279,7 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
 
     bert_error err;
     memset(&err, 0, sizeof err);
-    if (bert_pg_guard_enter(pm))
-        bert_pg_guard_fail(pm, fn);
-    int rc = bert_tag_text(pm->m, pm->s, t, tl, &params, pm->tag, &err);
-    bert_pg_guard_leave();
+    int rc = tag_one(pm, t, tl, &params, &err, fn);
     if (rc != BERT_OK)
         ereport(ERROR,
                 (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE

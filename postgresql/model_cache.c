@@ -312,8 +312,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
     (void)si;
     (void)uc;
-    if (bert_pg_guard_armed && pthread_equal(pthread_self(), guard_thread))
+    if (bert_pg_guard_armed && pthread_equal(pthread_self(), guard_thread)) {
+        bert_pg_guard_armed = 0;
         siglongjmp(bert_pg_guard_jmp, 1);
+    }
     /* Not inside a guarded call (or on a BLIS/OpenMP worker thread, which
      * cannot jump to the backend's stack): back to the default action,
      * which the faulting instruction then triggers. */
