@@ -31,6 +31,10 @@ t=$(date +%s%N)
 "$top_builddir/apps/bert-classify" --column text "$tmp/sst.csv" >/dev/null 2>&1
 report "bert-classify (1 thread, batch 32)" "$(ms "$t")"
 
+t=$(date +%s%N)
+"$top_builddir/apps/bert-classify" --batch 1 --window 1 --column text "$tmp/sst.csv" >/dev/null 2>&1
+report "bert-classify --batch 1 (one text per model run)" "$(ms "$t")"
+
 # per row, serial; the model is loaded by a first call in the same session
 t=$(pg_sql bench -At <<'SQL'
 SET max_parallel_workers_per_gather = 0;
@@ -64,6 +68,10 @@ SQL
 )
 report "bert_classify per row, parallel plan (2 workers + leader)" "$(echo "$t" | tail -1)"
 
+t=$(date +%s%N)
+"$top_builddir/apps/bert-classify" --column text "$tmp/sst.csv" >/dev/null 2>&1
+report "bert-classify again (load check)" "$(ms "$t")"
+
 # memory of one backend (its own /proc/self/smaps_rollup, read by the
 # backend): before and after loading the model and classifying rows
 cat > "$tmp/mem.sql" <<'SQL'
@@ -71,12 +79,12 @@ CREATE TEMP TABLE m (stage text, key text, kib bigint);
 INSERT INTO m SELECT 'before', (regexp_match(l, '^(\w+):\s+(\d+)'))[1],
                      (regexp_match(l, '^(\w+):\s+(\d+)'))[2]::bigint
 FROM regexp_split_to_table(pg_read_file('/proc/self/smaps_rollup'), E'\n') l
-WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty):';
+WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty|Anonymous):';
 SELECT count(bert_classify('sentiment', text)) FROM sst WHERE id <= 2000;
 INSERT INTO m SELECT 'loaded', (regexp_match(l, '^(\w+):\s+(\d+)'))[1],
                      (regexp_match(l, '^(\w+):\s+(\d+)'))[2]::bigint
 FROM regexp_split_to_table(pg_read_file('/proc/self/smaps_rollup'), E'\n') l
-WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty):';
+WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty|Anonymous):';
 SELECT key, round(b.kib / 1024.0, 1) AS before_mib, round(a.kib / 1024.0, 1) AS loaded_mib,
        round((a.kib - b.kib) / 1024.0, 1) AS delta_mib
 FROM m b JOIN m a USING (key) WHERE b.stage = 'before' AND a.stage = 'loaded';

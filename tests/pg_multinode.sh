@@ -20,8 +20,9 @@ pg_setup
     exit 77; }
 # the small fixture model when the reference data is there (fast), else
 # the bundled sentiment model
+# (PG_MULTINODE_MODEL=sentiment forces the bundled one)
 MODEL=sentiment
-if [ -d "$SHARED_DIR/fixtures/bert-seq-uncased" ]; then
+if [ -z "${PG_MULTINODE_MODEL:-}" ] && [ -d "$SHARED_DIR/fixtures/bert-seq-uncased" ]; then
     cp -R "$SHARED_DIR/fixtures/bert-seq-uncased" "$tmp/models/"
     chown -R "$pg_user" "$tmp/models"
     MODEL=bert-seq-uncased
