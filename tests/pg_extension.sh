@@ -319,7 +319,7 @@ $LABEL;
 \echo == changed-truncated
 $LABEL;
 SELECT 'alive-8';
-\! cp '$FX/model.safetensors' '$C/x.tmp' && cp '$FX/config.json' '$FX/vocab.txt' '$C/' && rm -f '$C/tokenizer.json' && mv '$C/x.tmp' '$C/model.safetensors'
+\! cp '$FX/model.safetensors' '$C/x.tmp' && cp '$FX/config.json' '$FX/vocab.txt' '$FX/tokenizer_config.json' '$FX/special_tokens_map.json' '$C/' && rm -f '$C/tokenizer.json' && mv '$C/x.tmp' '$C/model.safetensors'
 \echo == changed-renamed
 $LABEL;
 \echo == sigbus
