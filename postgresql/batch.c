@@ -10,9 +10,11 @@
  * Scores then equal the one-row-at-a-time results to float rounding (1e-6).
  *
  * Interrupts (statement_timeout, pg_cancel_backend) are checked between
- * batches, and a batch is also cut at MAX_BATCH_TOKENS tokens, so one model
- * run stays short whatever the texts.  Everything here is palloc'd in the
- * call's context.
+ * texts while tokenizing and between batches, and libbert has no cancel
+ * callback, so a batch is also cut at a number of tokens that keeps one
+ * model run near BATCH_FLOPS floating-point operations (a few tenths of a
+ * second on one core): 8192 tokens for the bundled models, 256 for a
+ * BERT-base.  Everything here is palloc'd in the call's context.
  */
 #include "bert_pg.h"
 
@@ -22,7 +24,23 @@
 #include "miscadmin.h"
 
 #define WINDOW_BATCHES 8
+#define BATCH_FLOPS 4e10
+#define MIN_BATCH_TOKENS 256
 #define MAX_BATCH_TOKENS 8192
+
+/* Tokens per model run: BATCH_FLOPS over the model's work per token
+ * (2 flops per weight of the Q, K, V, output and feed-forward matrices of
+ * every layer), within [MIN_BATCH_TOKENS, MAX_BATCH_TOKENS]. */
+static size_t batch_tokens(const bert_model *m)
+{
+    const bert_config *c = bert_model_config(m);
+    double per_token = 2.0 * (double)c->layers * (double)c->hidden *
+                       (4.0 * (double)c->hidden + 2.0 * (double)c->intermediate);
+    double n = per_token > 0 ? BATCH_FLOPS / per_token : MAX_BATCH_TOKENS;
+    if (n < MIN_BATCH_TOKENS)
+        return MIN_BATCH_TOKENS;
+    return n > MAX_BATCH_TOKENS ? MAX_BATCH_TOKENS : (size_t)n;
+}
 
 typedef struct by_len {
     size_t n, i;    /* tokens, index in the window */
@@ -64,6 +82,7 @@ void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
     const bert_tokenizer *tok = bert_model_tokenizer(pm->m);
     bert_function f = bert_model_function(pm->m);
     size_t C = pm->n_labels, B = (size_t)bert_pg_batch_size;
+    size_t max_tokens = batch_tokens(pm->m);
     size_t W = B * WINDOW_BATCHES;
     if (W > n)
         W = n ? n : 1;
@@ -88,6 +107,7 @@ void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
             scores[i] = 0;
             if (!texts[i])
                 continue;
+            CHECK_FOR_INTERRUPTS(); /* long texts take a while to tokenize */
             bert_error err;
             memset(&err, 0, sizeof err);
             int rc = bert_tokenizer_encode(tok, texts[i], lens[i], NULL, 0,
@@ -119,7 +139,7 @@ void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
         for (size_t b0 = 0; b0 < nvalid;) {
             size_t nb = 0, bt = 0;
             while (b0 + nb < nvalid && nb < B &&
-                   (nb == 0 || bt + ord[b0 + nb].n <= MAX_BATCH_TOKENS))
+                   (nb == 0 || bt + ord[b0 + nb].n <= max_tokens))
                 bt += ord[b0 + nb++].n;
             by_len *b = ord + b0;
             qsort(b, nb, sizeof *b, cmp_index);
