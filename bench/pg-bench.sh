@@ -14,6 +14,7 @@ ROWS=${1:-20000}
 SST=$SHARED_DIR/data/sst2/train.csv
 [ -f "$SST" ] || { echo "no $SST"; exit 1; }
 pg_setup
+sync # the copied model's pages clean, as an installed model's are
 pg_start bench 5460
 { echo "id,text"; tail -n +2 "$SST" | head -"$ROWS" | awk '{
     t = $0; sub(/,[a-z]+$/, "", t); print NR "," t }'; } > "$tmp/sst.csv"
@@ -79,15 +80,24 @@ CREATE TEMP TABLE m (stage text, key text, kib bigint);
 INSERT INTO m SELECT 'before', (regexp_match(l, '^(\w+):\s+(\d+)'))[1],
                      (regexp_match(l, '^(\w+):\s+(\d+)'))[2]::bigint
 FROM regexp_split_to_table(pg_read_file('/proc/self/smaps_rollup'), E'\n') l
-WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty|Anonymous):';
+WHERE l ~ '^(Rss|Pss|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty|Anonymous):';
 SELECT count(bert_classify('sentiment', text)) FROM sst WHERE id <= 2000;
 INSERT INTO m SELECT 'loaded', (regexp_match(l, '^(\w+):\s+(\d+)'))[1],
                      (regexp_match(l, '^(\w+):\s+(\d+)'))[2]::bigint
 FROM regexp_split_to_table(pg_read_file('/proc/self/smaps_rollup'), E'\n') l
-WHERE l ~ '^(Rss|Pss|Shared_Clean|Private_Clean|Private_Dirty|Anonymous):';
+WHERE l ~ '^(Rss|Pss|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty|Anonymous):';
 SELECT key, round(b.kib / 1024.0, 1) AS before_mib, round(a.kib / 1024.0, 1) AS loaded_mib,
        round((a.kib - b.kib) / 1024.0, 1) AS delta_mib
 FROM m b JOIN m a USING (key) WHERE b.stage = 'before' AND a.stage = 'loaded';
 SQL
 echo "memory of one backend (MiB; the weights are a shared, read-only file mapping):"
 pg_sql bench -f "$tmp/mem.sql" | grep -v '^ *count\|^---*$\|^ *2000$\|^$\|(1 row)'
+
+# the same with a second backend that has loaded the model and stays
+# connected: the weights' pages move from Private_Clean to Shared_Clean
+pg_sql bench -c "SELECT count(bert_classify('sentiment', text)) FROM sst WHERE id <= 2000; SELECT pg_sleep(12)" >/dev/null &
+holder=$!
+sleep 5
+echo "the same while a second backend holds the model:"
+pg_sql bench -f "$tmp/mem.sql" | grep -v '^ *count\|^---*$\|^ *2000$\|^$\|(1 row)'
+wait $holder

@@ -307,6 +307,7 @@ bert_pg_model *bert_pg_model_get(const text *name_t, int task,
 sigjmp_buf bert_pg_guard_jmp;
 volatile sig_atomic_t bert_pg_guard_armed;
 static pthread_t guard_thread; /* the backend's own thread */
+static struct sigaction prev_bus; /* what SIGBUS did before us */
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
@@ -317,9 +318,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
         siglongjmp(bert_pg_guard_jmp, 1);
     }
     /* Not inside a guarded call (or on a BLIS/OpenMP worker thread, which
-     * cannot jump to the backend's stack): back to the default action,
-     * which the faulting instruction then triggers. */
-    signal(sig, SIG_DFL);
+     * cannot jump to the backend's stack): back to the previous action
+     * (normally the default: the process dies), which the faulting
+     * instruction then triggers again. */
+    sigaction(sig, &prev_bus, NULL);
 }
 
 void bert_pg_guard_install(void)
@@ -330,7 +332,7 @@ void bert_pg_guard_install(void)
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     guard_thread = pthread_self();
-    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGBUS, &sa, &prev_bus);
 }
 
 void bert_pg_guard_fail(bert_pg_model *pm, const char *fn)
