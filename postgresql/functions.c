@@ -99,6 +99,15 @@ const char *bert_pg_text_utf8(const text *t, size_t *len, const char *fn)
     return s;
 }
 
+/* A text datum of UTF-8 s (labels, words), converted to the database
+ * encoding if needed. */
+static Datum utf8_text(const char *s)
+{
+    if (GetDatabaseEncoding() != PG_UTF8)
+        s = pg_any_to_server(s, (int)strlen(s), PG_UTF8);
+    return CStringGetTextDatum(s);
+}
+
 void bert_pg_fail(const bert_pg_model *pm, int rc, const char *fn)
 {
     const char *detail = bert_session_errmsg(pm->s);
@@ -131,7 +140,7 @@ static Datum make_label(FunctionCallInfo fcinfo, const char *label,
                         errmsg("function returning a record called in a "
                                "context that cannot accept it")));
     td = BlessTupleDesc(td);
-    Datum v[2] = {CStringGetTextDatum(label), Float4GetDatum(score)};
+    Datum v[2] = {utf8_text(label), Float4GetDatum(score)};
     bool nulls[2] = {false, false};
     return HeapTupleGetDatum(heap_form_tuple(td, v, nulls));
 }
@@ -189,7 +198,10 @@ Datum bert_scores_sql(PG_FUNCTION_ARGS)
     for (size_t i = 0; i < pm->n_labels; i++) {
         if (i)
             appendStringInfoString(&b, ", ");
-        escape_json(&b, label_of(pm, (int)i));
+        const char *l = label_of(pm, (int)i);
+        if (GetDatabaseEncoding() != PG_UTF8)
+            l = pg_any_to_server(l, (int)strlen(l), PG_UTF8);
+        escape_json(&b, l);
         appendStringInfo(&b, ": %.9g", (double)scores[i]);
     }
     appendStringInfoChar(&b, '}');
@@ -230,7 +242,7 @@ Datum bert_classify_batch_sql(PG_FUNCTION_ARGS)
         Datum v[2];
         bool nl[2] = {true, true};
         if (labels[i] >= 0) {
-            v[0] = CStringGetTextDatum(label_of(pm, labels[i]));
+            v[0] = utf8_text(label_of(pm, labels[i]));
             v[1] = Float4GetDatum(scores[i]);
             nl[0] = nl[1] = false;
         }
@@ -291,8 +303,8 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
     ReturnSetInfo *rsi = (ReturnSetInfo *)fcinfo->resultinfo;
     for (size_t i = 0; i < pm->tag->n; i++) {
         const bert_entity *e = &pm->tag->entities[i];
-        Datum v[5] = {CStringGetTextDatum(e->entity), Float4GetDatum(e->score),
-                      CStringGetTextDatum(e->word),
+        Datum v[5] = {utf8_text(e->entity), Float4GetDatum(e->score),
+                      utf8_text(e->word),
                       Int32GetDatum((int32)e->start),
                       Int32GetDatum((int32)e->end)};
         bool nl[5] = {false, false, false, false, false};

@@ -9,13 +9,14 @@
 #     bundled sentiment model (by name) and the fixture models;
 #     bert_classify_batch equals the per-row results; a parallel plan (2
 #     workers, costs forced to zero) equals the serial one; bert_scores
-#     agrees; bert_tokenize equals bert-tokenize.
+#     agrees; bert_tokenize equals bert-tokenize; bert.threads = 2 gives
+#     the same results; a LATIN1 database gives the UTF-8 database's.
 #  2. bert_tag equals bert-tag's JSON on the token fixture for every
 #     aggregation, and on the bundled ner model.
 #  3. Errors: missing model, bad name, broken config.json, truncated
 #     safetensors, wrong kind of model, over-long input, bad aggregation, a
 #     model directory changed while loaded (rewritten, truncated, renamed
-#     over), a truncated model read through its mapping (SIGBUS guard),
+#     over, the directory swapped), a truncated model read through its mapping (SIGBUS guard),
 #     statement_timeout and pg_cancel_backend during a long batch: each an
 #     SQL error, the session still usable, the server still up, no backend
 #     crashed.
@@ -210,6 +211,24 @@ else
     echo "SKIP: parallel plan and SST-2 parity ($SST not found)"
 fi
 
+# bert.threads = 2 gives the one-thread results
+expect_zero "bert.threads = 2 vs 1" "
+    SELECT count(*) FROM (SELECT id, text FROM awkward WHERE pair IS NULL AND text IS NOT NULL) a
+    JOIN row_sentiment r USING (id),
+    LATERAL (SELECT set_config('bert.threads', '2', true)) s,
+    LATERAL bert_classify('sentiment', a.text) t
+    WHERE t.label <> (r.r).label OR abs(t.score - (r.r).score) > 1e-6"
+# a LATIN1 database: texts are converted to UTF-8 (offsets in characters)
+pg_sql main -c "CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0" ||
+    die "LATIN1 database"
+v=$(PGCLIENTENCODING=UTF8 pg_sql main -d latin1 -At -c "CREATE EXTENSION bert;
+    SELECT bert_tokenize('sentiment', 'café naïve') = bert_tokenize('sentiment', 'cafe naive'),
+           (SELECT string_agg(word || ':' || start_pos || '-' || end_pos, ' ')
+            FROM bert_tag('ner', 'José Müller visited Zürich.'))") || die "LATIN1 queries"
+w=$(PGCLIENTENCODING=UTF8 q "SELECT true, (SELECT string_agg(word || ':' || start_pos || '-' || end_pos, ' ')
+            FROM bert_tag('ner', 'José Müller visited Zürich.'))")
+[ "$v" = "$w" ] || die "LATIN1 database: '$v', UTF-8 database: '$w'"
+
 # ---- 2. bert_tag ------------------------------------------------------------
 
 # tag_check NAME MODEL(SQL) MODELDIR(CLI) TEXTS
@@ -322,6 +341,12 @@ SELECT 'alive-8';
 \! cp '$FX/model.safetensors' '$C/x.tmp' && cp '$FX/config.json' '$FX/vocab.txt' '$FX/tokenizer_config.json' '$FX/special_tokens_map.json' '$C/' && rm -f '$C/tokenizer.json' && mv '$C/x.tmp' '$C/model.safetensors'
 \echo == changed-renamed
 $LABEL;
+\! mv '$C' '$C.old' && cp -R '$other' '$C' && chmod -R a+rX '$C'
+\echo == changed-dir-swapped
+$LABEL;
+\! rm -rf '$C' && mv '$C.old' '$C'
+\echo == changed-dir-restored
+$LABEL;
 \echo == sigbus
 SET bert.check_files = off;
 \! truncate -s 1000 '$C/model.safetensors'
@@ -347,6 +372,8 @@ expect changed "$want_sent"
 expect changed-rewritten "$want_other"
 expect changed-truncated 'ERROR:  bert_classify: cannot load model'
 expect changed-renamed "$want_sent"
+expect changed-dir-swapped "$want_other"
+expect changed-dir-restored "$want_sent"
 expect sigbus 'became unreadable during the call'
 for i in 1 2 3 4 5 6 7 8 9; do
     grep -q "alive-$i" "$tmp/errors.out" || die "errors: session unusable after case $i"
