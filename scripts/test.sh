@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite:
-#   1. make check in the source tree (unit, parity, end-to-end, fuzz seeds);
+#   1. make check in the source tree (unit, parity, end-to-end, fuzz seeds),
+#      then the PostgreSQL extension's tests against servers they start;
 #   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer,
 #      built from the distribution tarball in a separate directory;
 #   3. make distcheck (install, uninstall, VPATH build of the tarball).
@@ -20,6 +21,20 @@ show_logs() { for f in "$1"/tests/*.log "$1"/fuzz/*.log "$1"/*.log; do
 echo "== make check" >&2
 make -j"$jobs" check || { show_logs "$top"; exit 1; }
 
+echo "== PostgreSQL extension (real servers)" >&2
+# Not part of make check: they install the extension into PostgreSQL's own
+# directories (root) and start servers; each skips (77) with a message
+# when it cannot run.
+for t in tests/pg_extension.sh tests/pg_multinode.sh; do
+    rc=0
+    top_srcdir=$top top_builddir=$top sh "$t" > "$t.log" 2>&1 || rc=$?
+    case $rc in
+    0) tail -2 "$t.log" >&2 ;;
+    77) grep SKIP "$t.log" >&2 ;;
+    *) cat "$t.log" >&2; echo "FAIL: $t" >&2; exit 1 ;;
+    esac
+done
+
 echo "== make check under ASan + UBSan" >&2
 make dist >/dev/null
 san=$top/build-san
@@ -31,4 +46,4 @@ tar -xzf libbert-*.tar.gz -C "$san" --strip-components=1
 
 echo "== make distcheck" >&2
 make -j"$jobs" distcheck >/dev/null || exit 1
-echo "all test suites passed: make check, ASan+UBSan make check, make distcheck"
+echo "all test suites passed: make check, PostgreSQL extension, ASan+UBSan make check, make distcheck"
