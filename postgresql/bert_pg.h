@@ -25,6 +25,7 @@
 /* ---- GUCs (functions.c) ------------------------------------------------ */
 
 extern int bert_pg_threads;          /* bert.threads */
+extern int bert_pg_kernels;          /* bert.kernels (a bert_kernels) */
 extern char *bert_pg_model_dir;      /* bert.model_dir */
 extern int bert_pg_max_input_bytes;  /* bert.max_input_bytes */
 extern int bert_pg_batch_size;       /* bert.batch_size */

@@ -34,6 +34,14 @@ PG_MODULE_MAGIC;
 #endif
 
 int bert_pg_threads = 1;
+int bert_pg_kernels = BERT_KERNELS_AUTO;
+
+static const struct config_enum_entry kernels_options[] = {
+    {"auto", BERT_KERNELS_AUTO, false},
+    {"avx512", BERT_KERNELS_AVX512, false},
+    {"avx2", BERT_KERNELS_AVX2, false},
+    {"blis", BERT_KERNELS_BLIS, false},
+    {NULL, 0, false}};
 char *bert_pg_model_dir = NULL;
 int bert_pg_max_input_bytes = 1 << 20;
 int bert_pg_batch_size = 32;
@@ -48,6 +56,13 @@ void _PG_init(void)
         "Parallel query already runs one backend per worker; raise this "
         "for single-row calls on an otherwise idle machine.",
         &bert_pg_threads, 1, 1, 256, PGC_USERSET, 0, NULL, NULL, NULL);
+    DefineCustomEnumVariable(
+        "bert.kernels", "Matrix-product kernels of models loaded from now on.",
+        "auto: libbert's AVX-512 or AVX2 kernels where the CPU has them, "
+        "with the weights packed into each backend's memory; blis: BLIS's "
+        "sgemm on the mapped weights, one copy shared by all backends.",
+        &bert_pg_kernels, BERT_KERNELS_AUTO, kernels_options, PGC_SUSET, 0,
+        NULL, NULL, NULL);
     DefineCustomStringVariable(
         "bert.model_dir", "Directory holding the installed models.",
         "A model given by name ('sentiment', 'ner') is looked up as "

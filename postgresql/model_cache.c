@@ -184,7 +184,9 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
     file_ids(dir, pm->files);
     bert_error err;
     memset(&err, 0, sizeof err);
-    int rc = bert_model_load(dir, NULL, &pm->m, &err);
+    bert_model_params mp = bert_model_default_params();
+    mp.kernels = (bert_kernels)bert_pg_kernels;
+    int rc = bert_model_load(dir, &mp, &pm->m, &err);
     if (rc != BERT_OK) {
         entry_free(pm);
         ereport(ERROR,
@@ -200,6 +202,7 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
     }
     bert_session_params sp = bert_session_default_params();
     sp.n_threads = bert_pg_threads;
+    sp.kernels = (bert_kernels)bert_pg_kernels;
     rc = bert_session_create(pm->m, &sp, &pm->s, &err);
     if (rc == BERT_OK && (!(pm->enc = bert_encoding_create()) ||
                           !(pm->tag = bert_tag_result_create())))
