@@ -305,12 +305,19 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
     return BERT_OK;
 }
 
+size_t bert__wmat_size(size_t n, size_t k)
+{
+    return (n + BERT_PANEL - 1) / BERT_PANEL * k * BERT_PANEL * sizeof(float);
+}
+
+unsigned bert__wmat_layout(void)
+{
+    return (unsigned)KC << 8 | BERT_PANEL;
+}
+
 size_t bert__wmat_packed_bytes(const bert_wmat *W)
 {
-    if (!W->panels)
-        return 0;
-    return (W->n + BERT_PANEL - 1) / BERT_PANEL * W->k * BERT_PANEL *
-           sizeof(float);
+    return W->panels ? bert__wmat_size(W->n, W->k) : 0;
 }
 
 void bert__wmat_free(bert_wmat *W)

@@ -93,6 +93,10 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
 /* Packs W->w into W->panels (allocated here) on n_threads threads.
  * BERT_OK or BERT_ENOMEM. */
 int bert__wmat_pack(bert_wmat *W, int n_threads);
+/* Bytes of the packed form of an (n,k) matrix, and a number that changes
+ * whenever the packed layout does (for files that store panels). */
+size_t bert__wmat_size(size_t n, size_t k);
+unsigned bert__wmat_layout(void);
 /* Bytes of W's panels (0 when not packed). */
 size_t bert__wmat_packed_bytes(const bert_wmat *W);
 void bert__wmat_free(bert_wmat *W);

@@ -99,8 +99,8 @@ int bert_model_load(const char *dir, const bert_model_params *params,
                        bert__kernels_name(p.kernels), path);
         goto fail;
     }
-    if (bert__mats_build(m, p.kernels, p.n_threads < 1 ? 1 : p.n_threads) !=
-        BERT_OK) {
+    if (bert__mats_build(m, p.kernels, p.n_threads < 1 ? 1 : p.n_threads,
+                         p.pack_cache_dir, path) != BERT_OK) {
         rc = bert__err(err, BERT_ENOMEM,
                        "%s: out of memory packing the weights", dir);
         goto fail;
@@ -166,6 +166,13 @@ const bert_tokenizer *bert_model_tokenizer(const bert_model *m)
 size_t bert_model_max_length(const bert_model *m)
 {
     return m ? m->max_len : 0;
+}
+
+size_t bert_model_packed_bytes(const bert_model *m, int *shared)
+{
+    if (shared)
+        *shared = m && m->mats.map != NULL;
+    return m ? m->mats.packed_bytes : 0;
 }
 
 int bert_model_has_pooler(const bert_model *m)

@@ -62,13 +62,20 @@ typedef struct bert_mats {
     bert_wmat pool, cls;        /* .w NULL when the model has none */
     int packed;                 /* 1 when the panels exist */
     size_t packed_bytes;
+    void *map;                  /* the panels' cache file mapping (shared
+                                   between processes), or NULL when they
+                                   are private allocations */
+    size_t map_size;
 } bert_mats;
 
 /* Fills m->mats from m->w; with kernels other than BLIS (and a CPU that has
  * libbert's kernels), packs every matrix on n_threads threads and releases
  * the pages of the mapped originals (madvise), so one copy stays resident.
- * BERT_OK or BERT_ENOMEM. */
-int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads);
+ * With cache_dir, the panels come from (or are saved to) a file there that
+ * every process loading the same st_path shares (packed.c).  BERT_OK or
+ * BERT_ENOMEM. */
+int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
+                     const char *cache_dir, const char *st_path);
 void bert__mats_free(bert_mats *mm);
 
 /* ---- model ---------------------------------------------------------------- */

@@ -35,6 +35,7 @@ PG_MODULE_MAGIC;
 
 int bert_pg_threads = 1;
 int bert_pg_kernels = BERT_KERNELS_AUTO;
+char *bert_pg_pack_cache = NULL;
 
 static const struct config_enum_entry kernels_options[] = {
     {"auto", BERT_KERNELS_AUTO, false},
@@ -63,6 +64,12 @@ void _PG_init(void)
         "sgemm on the mapped weights, one copy shared by all backends.",
         &bert_pg_kernels, BERT_KERNELS_AUTO, kernels_options, PGC_SUSET, 0,
         NULL, NULL, NULL);
+    DefineCustomStringVariable(
+        "bert.pack_cache_dir",
+        "Where packed weights are kept as files shared by all backends.",
+        "Empty: the bert_pack_cache directory of the data directory "
+        "(created on first use); 'none': each backend packs a private copy.",
+        &bert_pg_pack_cache, "", PGC_SUSET, 0, NULL, NULL, NULL);
     DefineCustomStringVariable(
         "bert.model_dir", "Directory holding the installed models.",
         "A model given by name ('sentiment', 'ner') is looked up as "

@@ -186,6 +186,15 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
     memset(&err, 0, sizeof err);
     bert_model_params mp = bert_model_default_params();
     mp.kernels = (bert_kernels)bert_pg_kernels;
+    /* Packed weights shared by every backend through a cache file (libbert
+     * falls back to private memory if the directory cannot be used). */
+    char cache[MAXPGPATH];
+    if (!bert_pg_pack_cache || !*bert_pg_pack_cache) {
+        snprintf(cache, sizeof cache, "%s/bert_pack_cache", DataDir);
+        if (mkdir(cache, 0700) == 0 || errno == EEXIST)
+            mp.pack_cache_dir = cache;
+    } else if (strcmp(bert_pg_pack_cache, "none") != 0)
+        mp.pack_cache_dir = bert_pg_pack_cache;
     int rc = bert_model_load(dir, &mp, &pm->m, &err);
     if (rc != BERT_OK) {
         entry_free(pm);

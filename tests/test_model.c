@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "libbert/bert.h"
 #include "libbert/safetensors.h"
@@ -374,6 +375,87 @@ static void test_all_fixtures(void)
         check_fixture(names[i]);
 }
 
+/* Logits of a few texts through model dir loaded with params mp. */
+static int cache_logits(const char *dir, const bert_model_params *mp,
+                        float *out, size_t *bytes, int *shared)
+{
+    bert_model *m = NULL;
+    bert_session *s = NULL;
+    bert_error err;
+    if (bert_model_load(dir, mp, &m, &err) != BERT_OK) {
+        printf("\n  load: %s", err.text);
+        return -1;
+    }
+    *bytes = bert_model_packed_bytes(m, shared);
+    int rc = bert_session_create(m, NULL, &s, &err);
+    static const char *texts[] = {"a gorgeous film", "", "not bad at all, "
+                                  "really not bad at all"};
+    for (size_t i = 0; rc == BERT_OK && i < 3; i++) {
+        int label;
+        rc = bert_classify_text(s, texts[i], strlen(texts[i]), NULL, 0,
+                                out + 2 * i, 2, &label);
+    }
+    bert_session_free(s);
+    bert_model_free(m);
+    return rc;
+}
+
+/* The pack cache: the first load writes the file and maps it, a second
+ * maps it, results equal the private packing bit for bit; a damaged file
+ * is replaced, an unusable directory falls back to private memory. */
+static void test_pack_cache(void)
+{
+    char dir[8400], tmpl[] = "/tmp/test_model_cache.XXXXXX";
+    snprintf(dir, sizeof dir, "%s/bert-seq-uncased", fixtures_dir);
+    if (!bert_kernels_supported(BERT_KERNELS_AVX2)) {
+        printf("\n  no packing kernels on this CPU: skipped");
+        return;
+    }
+    char *cdir = mkdtemp(tmpl);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cdir);
+    bert_model_params mp = bert_model_default_params();
+    float ref[6], got[6];
+    size_t bytes, bytes0;
+    int shared;
+    CU_ASSERT_EQUAL_FATAL(cache_logits(dir, &mp, ref, &bytes0, &shared), 0);
+    CU_ASSERT(bytes0 > 0);
+    CU_ASSERT_EQUAL(shared, 0);
+    mp.pack_cache_dir = cdir;
+    for (int round = 0; round < 2; round++) { /* writes, then maps */
+        memset(got, 0, sizeof got);
+        CU_ASSERT_EQUAL(cache_logits(dir, &mp, got, &bytes, &shared), 0);
+        CU_ASSERT_EQUAL(shared, 1);
+        CU_ASSERT_EQUAL(bytes, bytes0);
+        CU_ASSERT(memcmp(got, ref, sizeof ref) == 0);
+    }
+    /* Exactly one cache file; truncate it: the next load replaces it. */
+    char cmd[9000], file[9000] = "";
+    DIR *d = opendir(cdir);
+    struct dirent *de;
+    int n = 0;
+    while (d && (de = readdir(d)))
+        if (strstr(de->d_name, ".lbpack")) {
+            n++;
+            snprintf(file, sizeof file, "%s/%s", cdir, de->d_name);
+        }
+    if (d)
+        closedir(d);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL_FATAL(truncate(file, 5000), 0);
+    CU_ASSERT_EQUAL(cache_logits(dir, &mp, got, &bytes, &shared), 0);
+    CU_ASSERT_EQUAL(shared, 1);
+    CU_ASSERT(memcmp(got, ref, sizeof ref) == 0);
+    struct stat st;
+    CU_ASSERT(stat(file, &st) == 0 && (size_t)st.st_size > bytes0);
+    /* A directory that cannot be used: private packing, same results. */
+    mp.pack_cache_dir = "/proc/no/such/dir";
+    CU_ASSERT_EQUAL(cache_logits(dir, &mp, got, &bytes, &shared), 0);
+    CU_ASSERT_EQUAL(shared, 0);
+    CU_ASSERT(memcmp(got, ref, sizeof ref) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cdir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static int cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -408,6 +490,7 @@ int main(void)
         return 1;
     CU_pSuite su = CU_add_suite("model", NULL, NULL);
     CU_add_test(su, "fixtures parity", test_all_fixtures);
+    CU_add_test(su, "pack cache", test_pack_cache);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();

@@ -93,6 +93,15 @@ typedef struct bert_model_params {
                                and avx2 tiers; the mapped originals are
                                released from memory).  BLIS: no packing. */
     int n_threads;          /* threads for packing (default 1) */
+    const char *pack_cache_dir; /* default NULL: the packed weights are
+                               private memory of this process.  A writable
+                               directory: they are kept there as a file
+                               that every process loading the same
+                               model.safetensors maps and shares (the first
+                               packs and writes it); files are named after
+                               the model file's identity, so a changed model
+                               gets a new one, and may be deleted at any
+                               time.  Failures fall back to private memory. */
 } bert_model_params;
 
 BERT_API bert_model_params bert_model_default_params(void);
@@ -135,6 +144,10 @@ BERT_API size_t bert_model_max_length(const bert_model *m);
 /* 1 when bert_session_run can produce pooler_output (BertModel with a pooler,
  * BertForSequenceClassification), else 0. */
 BERT_API int bert_model_has_pooler(const bert_model *m);
+/* Bytes of weights packed at load for libbert's kernels (0 when none were,
+ * e.g. kernels = BLIS); with shared not NULL, *shared = 1 when they are
+ * mapped from the pack cache (shared between processes). */
+BERT_API size_t bert_model_packed_bytes(const bert_model *m, int *shared);
 
 /* ---- session ----------------------------------------------------------- */
 
