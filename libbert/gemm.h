@@ -27,10 +27,10 @@ typedef struct bert_gemm_ctx bert_gemm_ctx;
 
 /* A weight matrix W (n,k) in PyTorch's Linear layout, used as the B = W^T
  * operand of y = x W^T.  `panels`, when not NULL, holds W^T packed once for
- * libbert's kernels, 64-byte aligned: k is cut into blocks of 256 rows (the
- * loops' KC), and block b holds, for each 32-column panel j, its kc x 32
- * floats row by row (columns past n are zero), at panels + b*256*np*32 +
- * j*kc*32 with np = ceil(n/32): the order in which the loops read them. */
+ * libbert's kernels, 64-byte aligned: k is cut into blocks of KC rows
+ * (192), and block b holds, for each 48-column panel j, its kc x 48 floats
+ * row by row (columns past n are zero), at panels + b*KC*np*48 + j*kc*48
+ * with np = ceil(n/48): the order in which the loops read them. */
 typedef struct bert_wmat {
     const float *w;
     float *panels;

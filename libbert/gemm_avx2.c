@@ -1,6 +1,6 @@
 /* gemm_avx2.c - the AVX2 + FMA sgemm micro-kernel (6 x 16; see
- * gemm_kernels.h for the contract).  It reads half of a 32-column weight
- * panel (ldb = 32), so both x86 tiers share one packed copy of a model. */
+ * gemm_kernels.h for the contract).  It reads a third of a 48-column weight
+ * panel (ldb = 48), so both x86 tiers share one packed copy of a model. */
 #include "libbert/gemm_kernels.h"
 
 #if BERT_HAVE_X86_KERNELS
@@ -37,7 +37,7 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
 {
     ROWS(DECL)
     /* As in the AVX-512 kernel: the next micro-panel into L2 meanwhile
-     * (here the next 32-column panel, read after this one's other half). */
+     * (here the next 48-column panel, read after this one's other thirds). */
     const float *bn = b + k * ldb;
     if (accumulate)
         for (int i = 0; i < MR; i++)

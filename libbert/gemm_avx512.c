@@ -1,4 +1,4 @@
-/* gemm_avx512.c - the AVX-512 sgemm micro-kernel (12 x 32; see
+/* gemm_avx512.c - the AVX-512 sgemm micro-kernel (8 x 48; see
  * gemm_kernels.h for the contract). */
 #include "libbert/gemm_kernels.h"
 
@@ -7,13 +7,15 @@
 
 #define MR BERT_AVX512_MR
 
-/* Row i of the tile: two accumulators (columns 0-15 and 16-31). */
-#define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
+/* Row i of the tile: three accumulators (columns 0-15, 16-31, 32-47). */
+#define DECL(i)                                                               \
+    __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
 #define STEP(i)                                                               \
     {                                                                         \
         __m512 ai = _mm512_set1_ps(a[i]);                                     \
         c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                           \
         c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                           \
+        c##i##2 = _mm512_fmadd_ps(ai, b2, c##i##2);                           \
     }
 #define STORE(i)                                                              \
     {                                                                         \
@@ -24,12 +26,16 @@
             _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(                        \
                                           va, c##i##1,                        \
                                           _mm512_loadu_ps(ci + 16)));         \
+            _mm512_storeu_ps(ci + 32, _mm512_fmadd_ps(                        \
+                                          va, c##i##2,                        \
+                                          _mm512_loadu_ps(ci + 32)));         \
         } else {                                                              \
             _mm512_storeu_ps(ci, _mm512_mul_ps(va, c##i##0));                 \
             _mm512_storeu_ps(ci + 16, _mm512_mul_ps(va, c##i##1));            \
+            _mm512_storeu_ps(ci + 32, _mm512_mul_ps(va, c##i##2));            \
         }                                                                     \
     }
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
@@ -46,13 +52,16 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
         for (int i = 0; i < MR; i++) {
             _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
             _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
         }
     for (size_t p = 0; p < k; p++) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16),
+               b2 = _mm512_loadu_ps(b + 32);
         /* The next rows of the A panel come from L2: ask for them early. */
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
         _mm_prefetch((const char *)bn, _MM_HINT_T1);
         _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
         bn += ldb;
         ROWS(STEP)
         a += MR;

@@ -2,8 +2,9 @@
  * double-precision reference, once per kernel tier this CPU supports
  * (avx512, avx2, blis; the others are reported as skipped):
  *  - bert__sgemm on every layout of A, B and C (row/column-major each),
- *    each of m, n, k below 16 and edge tiles around the kernels' 6/12-row
- *    and 16/32-column tiles, alpha and beta (0 over NaN, 1, 0.5), k = 0,
+ *    each of m, n, k below 16 and edge tiles around the kernels' 6/8-row
+ *    and 16/48-column tiles and the 192-deep k blocks, alpha and beta (0
+ *    over NaN, 1, 0.5), k = 0,
  *    on 1 and 2 threads;
  *  - bert__sgemm1 from concurrent threads with distinct slots;
  *  - bert__gemm_w on weights packed once against the same product unpacked,
@@ -90,7 +91,8 @@ static void test_sgemm_layouts(void)
         {1, 1, 1},     {3, 5, 7},      {15, 1, 33},   {1, 15, 5},
         {7, 9, 15},    {6, 16, 8},     {12, 32, 3},   {13, 33, 257},
         {11, 31, 300}, {31, 37, 41},   {64, 9, 130},  {2, 200, 3},
-        {145, 65, 20}, {150, 530, 40}, {40, 1030, 9}, {300, 41, 777}};
+        {145, 65, 20}, {150, 530, 40}, {40, 1030, 9}, {300, 41, 777},
+        {8, 48, 192},  {9, 49, 193},   {17, 97, 385}, {16, 96, 191}};
     for (size_t ti = 0; ti < N_TIERS; ti++)
         for (int threads = 1; threads <= 2; threads++) {
             bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
