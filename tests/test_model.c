@@ -1,6 +1,6 @@
 /* test_model.c - parity with Hugging Face on every fixture of
- * $SHARED_DIR/fixtures: ids from the tokenizer, then logits, pooler_output
- * and last_hidden_state (where attention_mask == 1) within 1e-4 absolute,
+ * $SHARED_DIR/fixtures and $SHARED_DIR/fixtures-roberta-electra: ids from
+ * the tokenizer, then logits, pooler_output and last_hidden_state (where attention_mask == 1) within 1e-4 absolute,
  * for the whole texts file as one batch and one text at a time, with 1 and
  * 2 threads.  Skips (77) when the shared directory is absent. */
 #include <CUnit/Basic.h>
@@ -346,24 +346,36 @@ int main(void)
     const char *shared = getenv("SHARED_DIR");
     if (!shared)
         shared = "../shared";
-    snprintf(fixtures_dir, sizeof fixtures_dir, "%s/fixtures", shared);
-    DIR *d = opendir(fixtures_dir);
-    if (!d) {
-        printf("SKIP: %s not found (set SHARED_DIR)\n", fixtures_dir);
-        return 77;
+    /* names are "folder/fixture": the RoBERTa and ELECTRA fixtures live in
+     * a folder of their own */
+    static const char *const folders[] = {"fixtures",
+                                          "fixtures-roberta-electra"};
+    snprintf(fixtures_dir, sizeof fixtures_dir, "%s", shared);
+    for (int f = 0; f < 2; f++) {
+        char fd[4200];
+        snprintf(fd, sizeof fd, "%s/%s", shared, folders[f]);
+        DIR *d = opendir(fd);
+        if (!d) {
+            if (f)
+                continue;
+            printf("SKIP: %s not found (set SHARED_DIR)\n", fd);
+            return 77;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)) && n_names < 64) {
+            char p[4600];
+            struct stat st;
+            if (de->d_name[0] == '.')
+                continue;
+            snprintf(p, sizeof p, "%s/%s/expected.safetensors", fd,
+                     de->d_name);
+            if (stat(p, &st) == 0) {
+                snprintf(p, sizeof p, "%s/%s", folders[f], de->d_name);
+                names[n_names++] = strdup(p);
+            }
+        }
+        closedir(d);
     }
-    struct dirent *de;
-    while ((de = readdir(d)) && n_names < 64) {
-        char p[4400];
-        struct stat st;
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof p, "%s/%s/expected.safetensors", fixtures_dir,
-                 de->d_name);
-        if (stat(p, &st) == 0)
-            names[n_names++] = strdup(de->d_name);
-    }
-    closedir(d);
     qsort(names, n_names, sizeof *names, cmp);
 
     if (CU_initialize_registry() != CUE_SUCCESS)

@@ -1,5 +1,6 @@
 /*
- * libbert/bert.h - BERT / DistilBERT encoder inference on CPUs.
+ * libbert/bert.h - BERT, DistilBERT, RoBERTa and ELECTRA encoder inference
+ * on CPUs.
  *
  * Quick tour:
  *
@@ -49,7 +50,16 @@ typedef enum {
     BERT_PROBLEM_REGRESSION        /* "regression" */
 } bert_problem;
 
-/* What config.json says, normalised across BERT and DistilBERT. */
+/* The encoder family (config.json's model_type). */
+typedef enum {
+    BERT_FAMILY_BERT = 0,   /* "bert" */
+    BERT_FAMILY_DISTILBERT, /* "distilbert" */
+    BERT_FAMILY_ROBERTA,    /* "roberta", "xlm-roberta" */
+    BERT_FAMILY_ELECTRA     /* "electra" */
+} bert_family;
+
+/* What config.json says, normalised across BERT, DistilBERT, RoBERTa and
+ * ELECTRA. */
 typedef struct bert_config {
     int is_distilbert;
     bert_task task;
@@ -67,6 +77,9 @@ typedef struct bert_config {
     float hidden_dropout;   /* training only */
     float attention_dropout;/* training only */
     float classifier_dropout;
+    bert_family family;
+    size_t embedding_size;  /* E: ELECTRA's embedding width; == hidden for
+                               the others */
 } bert_config;
 
 /* ---- model ------------------------------------------------------------- */
