@@ -1,8 +1,9 @@
 /* test_model.c - parity with Hugging Face on every fixture of
  * $SHARED_DIR/fixtures and $SHARED_DIR/fixtures-roberta-electra: ids from
- * the tokenizer, then logits, pooler_output and last_hidden_state (where attention_mask == 1) within 1e-4 absolute,
- * for the whole texts file as one batch and one text at a time, with 1 and
- * 2 threads.  Skips (77) when the shared directory is absent. */
+ * the tokenizer, then logits, pooler_output and last_hidden_state (where
+ * attention_mask == 1) within 1e-4 absolute, for the whole texts file as
+ * one batch and one text at a time, with 1 and 2 threads.  Skips (77) when
+ * the shared directory is absent. */
 #include <CUnit/Basic.h>
 #include <dirent.h>
 #include <math.h>
