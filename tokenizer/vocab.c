@@ -795,6 +795,11 @@ size_t bert_tokenizer_model_max_length(const bert_tokenizer *t)
     return t ? t->model_max_length : 0;
 }
 
+bert_tokenizer_kind bert_tokenizer_get_kind(const bert_tokenizer *t)
+{
+    return t && t->kind == BT_KIND_BPE ? BERT_TOKENIZER_BPE : BERT_TOKENIZER_WORDPIECE;
+}
+
 int bert_tokenizer_lowercase(const bert_tokenizer *t)
 {
     return t ? t->lowercase : 0;

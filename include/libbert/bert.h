@@ -387,6 +387,10 @@ typedef struct bert_tag_tokens {
     size_t n_labels;
     const char *const *labels;  /* [n_labels] id2label */
     int32_t unk_id;             /* tokens with this id take their text */
+    int byte_level;             /* 0: WordPiece ("##" sub-words, WordPiece
+                                   decoder); 1: byte-level BPE (RoBERTa): a
+                                   sub-word is a token not preceded by a
+                                   space, words decoded from the bytes */
 } bert_tag_tokens;
 
 /* Aggregates one window into out (replacing its contents).  params NULL =
