@@ -1385,6 +1385,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "bert-train: %s\n", err.text);
             return EXIT_BADINPUT;
         }
+        if (bert_tokenizer_get_kind(t0) != BERT_TOKENIZER_WORDPIECE) {
+            /* RoBERTa: the trainer has no byte-level BPE data path (nor
+             * RoBERTa's position ids and heads) yet */
+            fprintf(stderr, "bert-train: %s: byte-level BPE (RoBERTa) models "
+                            "cannot be trained yet; bert-train fine-tunes BERT "
+                            "and DistilBERT models (WordPiece)\n",
+                    vocab_dir);
+            bert_tokenizer_free(t0);
+            return EXIT_BADINPUT;
+        }
         int lower = o.lowercase >= 0 ? o.lowercase : bert_tokenizer_lowercase(t0);
         bert_tokenizer_free(t0);
         o.lowercase = lower;

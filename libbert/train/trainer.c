@@ -358,6 +358,18 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         free(t);
         return rc;
     }
+    if (t->cfg.pub.family != BERT_FAMILY_BERT &&
+        t->cfg.pub.family != BERT_FAMILY_DISTILBERT) {
+        /* RoBERTa / ELECTRA run for inference; their position ids,
+         * embeddings_project and heads are not in the trainer yet */
+        rc = bert__err(err, BERT_EUNSUPPORTED,
+                       "%s: model_type \"%s\" cannot be trained yet; the "
+                       "trainer fine-tunes BERT and DistilBERT models",
+                       path, t->cfg.model_type);
+        bert__config_free(&t->cfg);
+        free(t);
+        return rc;
+    }
     read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
     t->arch = c->is_distilbert ? &ARCH_DISTILBERT : &ARCH_BERT;
