@@ -583,6 +583,11 @@ static void test_bpe(void)
     CHECK_TOKENS(t, "world", "<s> \u0120wor l d </s>");
     CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,3 3,4 4,5 0,0");
     bert_tokenizer_free(t);
+    /* the encoding's cache of merge results never serves another
+     * tokenizer's results (here: the same vocabulary without "h e") */
+    CU_ASSERT_EQUAL_FATAL(load_bpe(dir, NULL, "l l\n", NULL, &t, &err), BERT_OK);
+    CHECK_TOKENS(t, "hez", "<s> h e </s>");
+    bert_tokenizer_free(t);
 
     /* bad files are refused with a message naming the problem */
     CU_ASSERT_EQUAL(load_bpe(dir, "[\"h\", \"e\"]", NULL, NULL, &t, &err), BERT_EFORMAT);

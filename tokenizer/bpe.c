@@ -15,7 +15,9 @@
  *    reference's Word::merge_all), so a piece of n bytes costs O(n log n);
  *  - offsets: every byte of a character carries that character's span.
  * The merge loop needs no allocation per token: its arrays live in the
- * encoding's scratch and only grow.
+ * encoding's scratch and only grow.  Pieces of up to 16 bytes (nearly all
+ * words) are remembered in a direct-mapped cache of the encoding (a few
+ * hundred kB), which makes the merges run about once per distinct word.
  */
 #include "tokenizer/tokenizer_internal.h"
 #include "libbert/readall.h"
@@ -207,6 +209,32 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
             return BERT_OK;
         }
     }
+    /* the cache: a direct-mapped slot per short piece */
+    bt_bpe_cached *slot = NULL;
+    if (n <= BT_BPE_CACHE_KEY) {
+        if (!w->cache && !(w->cache = calloc(BT_BPE_CACHE_SLOTS, sizeof *w->cache)))
+            return BERT_ENOMEM;
+        if (w->cache_fp != m->fingerprint) {
+            /* an encoding may serve several tokenizers in turn */
+            memset(w->cache, 0, BT_BPE_CACHE_SLOTS * sizeof *w->cache);
+            w->cache_fp = m->fingerprint;
+        }
+        uint32_t h = 2166136261u;
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ p[i]) * 16777619u;
+        slot = &w->cache[(h ^ (h >> 15)) & (BT_BPE_CACHE_SLOTS - 1)];
+        if (slot->klen == n && memcmp(slot->key, p, n) == 0) {
+            uint32_t st = 0;
+            for (size_t k = 0; k < slot->ntok; k++) {
+                out[k].start = st;
+                out[k].end = slot->end[k];
+                out[k].id = slot->id[k];
+                st = slot->end[k];
+            }
+            *n_out = slot->ntok;
+            return BERT_OK;
+        }
+    }
     if (scratch_reserve(w, n))
         return BERT_ENOMEM;
     int32_t *id = w->id, *start = id + w->cap, *prev = start + w->cap, *next = prev + w->cap;
@@ -261,6 +289,16 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
     /* a skipped unknown byte inside a symbol's range is harmless: offsets
      * come from the range, ids from the symbols */
     *n_out = k;
+    /* cached only when the tokens tile the piece (no skipped byte first) */
+    if (slot && (k == 0 || out[0].start == 0)) {
+        slot->klen = (uint8_t)n;
+        slot->ntok = (uint8_t)k;
+        memcpy(slot->key, p, n);
+        for (size_t j = 0; j < k; j++) {
+            slot->end[j] = (uint8_t)out[j].end;
+            slot->id[j] = out[j].id;
+        }
+    }
     return BERT_OK;
 }
 
@@ -435,8 +473,8 @@ static int build_merges(bert_tokenizer *t, const merge_src *ms, size_t n, const 
     while (cap < n * 2 + 2)
         cap *= 2;
     m->mkeys = malloc(cap * sizeof *m->mkeys);
-    m->mrank = malloc(cap * sizeof *m->mrank);
-    m->mnew = malloc(cap * sizeof *m->mnew);
+    m->mrank = calloc(cap, sizeof *m->mrank); /* zeroed: the fingerprint */
+    m->mnew = calloc(cap, sizeof *m->mnew);   /* reads every slot */
     if (!m->mkeys || !m->mrank || !m->mnew)
         return bert__set_error(err, BERT_ENOMEM, -1, "%s: out of memory", path);
     for (size_t i = 0; i < cap; i++)
@@ -488,7 +526,17 @@ static int build_merges(bert_tokenizer *t, const merge_src *ms, size_t n, const 
     return rc;
 }
 
-/* The byte -> id table and the mapped-string buffer size. */
+static uint64_t fnv64(uint64_t h, const void *data, size_t n)
+{
+    const uint8_t *b = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The byte -> id table, the mapped strings, and the fingerprint of the
+ * tables bert__bpe_word reads (identical tables give identical results, so
+ * an encoding's cache can be reused across tokenizers that match). */
 static void build_byte_ids(bert_tokenizer *t)
 {
     bt_bpe *m = t->bpe;
@@ -499,6 +547,17 @@ static void build_byte_ids(bert_tokenizer *t)
         m->byte_str_len[b] = (uint8_t)n;
         memcpy(m->byte_str[b], s, n);
     }
+    uint64_t h = 1469598103934665603ULL;
+    h = fnv64(h, m->byte_id, sizeof m->byte_id);
+    h = fnv64(h, &m->ignore_merges, sizeof m->ignore_merges);
+    h = fnv64(h, m->mkeys, (m->mmask + 1) * sizeof *m->mkeys);
+    h = fnv64(h, m->mrank, (m->mmask + 1) * sizeof *m->mrank);
+    h = fnv64(h, m->mnew, (m->mmask + 1) * sizeof *m->mnew);
+    if (m->ignore_merges) {
+        h = fnv64(h, t->pool, t->pool_len);
+        h = fnv64(h, t->tok_off, t->n_ids * sizeof *t->tok_off);
+    }
+    m->fingerprint = h | 1; /* never 0, the empty cache's value */
 }
 
 int32_t bert__vocab_lookup_mapped(const bert_tokenizer *t, const uint8_t *p, size_t n)

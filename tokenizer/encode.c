@@ -91,6 +91,7 @@ void bert_encoding_free(bert_encoding *e)
         free(p->pieces);
         free(p->bpe.id);
         free(p->bpe.heap);
+        free(p->bpe.cache);
         free(p->bp);
         free(p->seg);
         free(p);

@@ -105,13 +105,32 @@ typedef struct bt_bpe {
     int trim_offsets;        /* RobertaProcessing: offsets without the spaces */
     int pp_add_prefix_space; /* RobertaProcessing's add_prefix_space */
     int ignore_merges;       /* a whole piece in the vocabulary is one token */
+    uint64_t fingerprint;    /* hash of everything bert__bpe_word reads */
 } bt_bpe;
 
-/* Scratch of the merge loop, owned by an encoding (grows, never shrinks). */
+/* A cached BPE result: pieces of up to BT_BPE_CACHE_KEY bytes (nearly every
+ * word) keep their tokens in a direct-mapped table. */
+#define BT_BPE_CACHE_KEY 16
+#define BT_BPE_CACHE_SLOTS 4096
+typedef struct bt_bpe_cached {
+    uint8_t klen;            /* 0 = empty */
+    uint8_t ntok;
+    uint8_t key[BT_BPE_CACHE_KEY];
+    uint8_t end[BT_BPE_CACHE_KEY];   /* token k ends at byte end[k] */
+    int32_t id[BT_BPE_CACHE_KEY];
+} bt_bpe_cached;
+
+/* Scratch of the merge loop, owned by an encoding (grows, never shrinks),
+ * and its cache: an encoding is used by one thread at a time, so the cache
+ * needs no lock, and the loaded tokenizer stays immutable. */
 typedef struct bt_bpe_scratch {
     int32_t *id;             /* 4*cap: symbol id, byte start, prev, next */
     uint64_t *heap;          /* 2*cap candidate merges */
     size_t cap;
+    bt_bpe_cached *cache;    /* BT_BPE_CACHE_SLOTS, allocated on first use */
+    uint64_t cache_fp;       /* bt_bpe.fingerprint of the tokenizer whose
+                                results it holds (not its address: a freed
+                                tokenizer's memory may hold a new one) */
 } bt_bpe_scratch;
 
 struct bert_tokenizer {
