@@ -548,6 +548,9 @@ static void test_bpe(void)
     CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_PAD), 1);
     CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_SEP), 2);
     CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_MASK), 18);
+    CU_ASSERT_EQUAL(bert_tokenizer_get_kind(t), BERT_TOKENIZER_BPE);
+    CU_ASSERT_EQUAL(bert_tokenizer_lowercase(t), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_strip_accents(t), 0);
     /* merges by rank: (Ġ w) then (Ġw o) before (o r), then (Ġwo r);
      * trim_offsets leaves the space out of Ġwor's span */
     CHECK_TOKENS(t, "hello world!", "<s> hello \u0120wor l d ! </s>");

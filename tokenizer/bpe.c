@@ -574,11 +574,15 @@ int32_t bert__vocab_lookup_mapped(const bert_tokenizer *t, const uint8_t *p, siz
     return bert_tokenizer_find(t, buf, k);
 }
 
-static bt_bpe *bpe_new(void)
+/* The BPE state of t, with the WordPiece normalizer flags (which
+ * bert_tokenizer_lowercase() and friends report) off: byte-level BPE has no
+ * normalizer. */
+static bt_bpe *bpe_new(bert_tokenizer *t)
 {
     bt_bpe *m = calloc(1, sizeof *m);
     if (m)
         m->trim_offsets = 1;
+    t->lowercase = t->strip_accents = t->chinese = t->clean_text = 0;
     return m;
 }
 
@@ -703,7 +707,7 @@ int bert__bpe_load_json(bert_tokenizer *t, json_t *j, const char *path, char *na
 {
     json_t *model = json_object_get(j, "model");
     t->kind = BT_KIND_BPE;
-    if (!(t->bpe = bpe_new()))
+    if (!(t->bpe = bpe_new(t)))
         return bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
     json_t *norm = json_object_get(j, "normalizer");
     if (norm && !json_is_null(norm)) {
@@ -792,7 +796,7 @@ int bert__bpe_load_files(bert_tokenizer *t, const char *dir, json_t *cfg, char *
         return bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
     t->kind = BT_KIND_BPE;
     int rc = BERT_OK;
-    if (!(t->bpe = bpe_new())) {
+    if (!(t->bpe = bpe_new(t))) {
         rc = bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
         goto out;
     }
