@@ -619,6 +619,16 @@ static void test_bpe(void)
     CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
     CHECK_TOKENS(t, "he <mask>", "<s> he <mask> </s>");
     bert_tokenizer_free(t);
+    /* single_word: an added token inside a word is not matched */
+    write_file(path, "{\"added_tokens\": [{\"id\": 7, \"content\": \"eh\", \"single_word\": true}],"
+                     " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"
+                     " \"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"</s>\", 2],"
+                     " \"cls\": [\"<s>\", 0]}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0,"
+                     " \"<pad>\": 1, \"</s>\": 2, \"h\": 4, \"e\": 5, \"he\": 6, \"\u0120\": 8},"
+                     " \"merges\": [\"h e\"]}}");
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
+    CHECK_TOKENS(t, "eh heh eh", "<s> eh \u0120 he h \u0120 eh </s>");
+    bert_tokenizer_free(t);
     write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"h\": 0},"
                      " \"merges\": [[\"h\", \"q\"]]}, \"normalizer\": null,"
                      " \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"

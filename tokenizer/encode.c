@@ -21,6 +21,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* One normalized character of the word being built. */
 typedef struct wchar_ {
@@ -525,6 +526,47 @@ static size_t ws_at(const uint8_t *s, size_t i)
     return (bert__cp_class(c) & BT_CC_WS) ? n : 0;
 }
 
+/* Rust regex's Unicode \w (Alphabetic, marks, decimal digits, connector
+ * punctuation), approximated by general categories: letters, marks, Nd,
+ * Nl, Pc. */
+static int is_word_cp(uint32_t c)
+{
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* single_word: the match s[a..b) is not inside a word (AddedVocabulary's
+ * ends_with_word / starts_with_word: no \w just before or just after;
+ * the text before is read from lo, the end of the previous match). */
+static int single_word_ok(const uint8_t *s, size_t len, size_t lo, size_t a, size_t b)
+{
+    size_t n;
+    if (a > lo) {
+        size_t k = a - 1;
+        while (k > lo && (s[k] & 0xC0) == 0x80)
+            k--;
+        if (is_word_cp(s[k] < 0x80 ? s[k] : utf8_get(s + k, &n)))
+            return 0;
+    }
+    if (b < len && is_word_cp(s[b] < 0x80 ? s[b] : utf8_get(s + b, &n)))
+        return 0;
+    return 1;
+}
+
 static int64_t count_cp(const uint8_t *s, size_t a, size_t b)
 {
     int64_t n = 0;
@@ -544,6 +586,12 @@ static int encode_seq_bpe(seq_state *s, const uint8_t *txt, size_t len)
     while (i < len) {
         uint8_t b = txt[i];
         const bt_added *a = t->added_first[b] ? match_added(t, txt + i, len - i) : NULL;
+        if (a && a->single_word && !single_word_ok(txt, len, seg, i, i + a->len)) {
+            /* discarded; the reference's matcher resumes after it */
+            cp += count_cp(txt, i, i + a->len);
+            i += a->len;
+            continue;
+        }
         if (a) {
             size_t st = i, en = i + a->len;
             if (a->lstrip)
