@@ -92,7 +92,8 @@ typedef struct bert_model_params {
 BERT_API bert_model_params bert_model_default_params(void);
 
 /* Loads a Hugging Face model directory `dir`:
- *  - config.json (BERT or DistilBERT; see bert_config),
+ *  - config.json (BERT, DistilBERT, RoBERTa / XLM-RoBERTa or ELECTRA; see
+ *    bert_config and docs/architectures.md),
  *  - model.safetensors, memory-mapped read-only: F32 tensors are used in
  *    place (no copy), F16/BF16 (and misaligned F32) converted once into a
  *    buffer owned by the model; tensors the model does not use (a pooler in
