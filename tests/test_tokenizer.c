@@ -560,8 +560,15 @@ static void test_bpe(void)
     /* <mask> absorbs the spaces before it (lstrip) */
     CHECK_TOKENS(t, "hello  <mask>!", "<s> hello <mask> ! </s>");
     CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,5 5,13 13,14 0,0");
-    /* a byte the vocabulary lacks is dropped (no unk_token in the model) */
+    /* a byte the vocabulary lacks is dropped (no unk_token in the model):
+     * its neighbours merge, and offsets are the running sum of the kept
+     * symbols' lengths, as in the reference's Word::get_offsets */
     CHECK_TOKENS(t, "hez", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
+    CHECK_TOKENS(t, "hze", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
+    CHECK_TOKENS(t, "zhe", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
     /* pairs: <s> A </s></s> B </s>, all type ids 0 */
     CU_ASSERT_EQUAL(encode_n(t, "hello", 5, "world", 5, NULL, &err), BERT_OK);
     CU_ASSERT_STRING_EQUAL(tokens_of(t), "<s> hello </s> </s> w or l d </s>");

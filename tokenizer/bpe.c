@@ -132,7 +132,7 @@ static int scratch_reserve(bt_bpe_scratch *w, size_t n)
     size_t cap = w->cap ? w->cap : 256;
     while (cap < n)
         cap *= 2;
-    /* id, start, prev, next: four int32 arrays in one block */
+    /* id, len, prev, next: four int32 arrays in one block */
     int32_t *a = realloc(w->id, 4 * cap * sizeof *a);
     if (!a)
         return BERT_ENOMEM;
@@ -237,17 +237,21 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
     }
     if (scratch_reserve(w, n))
         return BERT_ENOMEM;
-    int32_t *id = w->id, *start = id + w->cap, *prev = start + w->cap, *next = prev + w->cap;
+    int32_t *id = w->id, *len = id + w->cap;
+    int32_t *prev = len + w->cap, *next = prev + w->cap;
     uint64_t *heap = w->heap;
     size_t ns = 0, nh = 0;
-    /* Symbols: one per byte the vocabulary knows (an unknown byte is
-     * skipped, as the reference does without unk_token). */
+    /* Symbols: one per byte the vocabulary knows.  An unknown byte is
+     * skipped, as the reference does without unk_token: its neighbours
+     * become adjacent, and since the reference's offsets are the running
+     * sum of the symbols' lengths, the tokens after it shift left by one
+     * byte (reproduced, not fixed: offsets must match). */
     for (size_t i = 0; i < n; i++) {
         int32_t b = m->byte_id[p[i]];
         if (b < 0)
             continue;
         id[ns] = b;
-        start[ns] = (int32_t)i;
+        len[ns] = 1;
         prev[ns] = (int32_t)ns - 1;
         next[ns] = -1;
         if (ns)
@@ -270,6 +274,7 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
         if (!merge_get(m, id[pos], id[nx], &rank, &nid) || rank != r)
             continue;
         id[pos] = nid;
+        len[pos] += len[nx];
         id[nx] = -1;
         next[pos] = next[nx];
         if (next[nx] >= 0)
@@ -280,17 +285,16 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
             heap_push(heap, &nh, ((uint64_t)rank << 32) | (uint32_t)pos);
     }
     size_t k = 0;
+    uint32_t at = 0;
     for (int32_t i = ns ? 0 : -1; i >= 0; i = next[i]) {
-        out[k].start = (uint32_t)start[i];
-        out[k].end = next[i] >= 0 ? (uint32_t)start[next[i]] : (uint32_t)n;
+        out[k].start = at;
+        at += (uint32_t)len[i];
+        out[k].end = at;
         out[k].id = id[i];
         k++;
     }
-    /* a skipped unknown byte inside a symbol's range is harmless: offsets
-     * come from the range, ids from the symbols */
     *n_out = k;
-    /* cached only when the tokens tile the piece (no skipped byte first) */
-    if (slot && (k == 0 || out[0].start == 0)) {
+    if (slot) {
         slot->klen = (uint8_t)n;
         slot->ntok = (uint8_t)k;
         memcpy(slot->key, p, n);

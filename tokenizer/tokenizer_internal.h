@@ -124,7 +124,7 @@ typedef struct bt_bpe_cached {
  * and its cache: an encoding is used by one thread at a time, so the cache
  * needs no lock, and the loaded tokenizer stays immutable. */
 typedef struct bt_bpe_scratch {
-    int32_t *id;             /* 4*cap: symbol id, byte start, prev, next */
+    int32_t *id;             /* 4*cap: symbol id, length in bytes, prev, next */
     uint64_t *heap;          /* 2*cap candidate merges */
     size_t cap;
     bt_bpe_cached *cache;    /* BT_BPE_CACHE_SLOTS, allocated on first use */
