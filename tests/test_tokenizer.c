@@ -593,6 +593,16 @@ static void test_bpe(void)
     CHECK_TOKENS(t, "world", "<s> \u0120wor l d </s>");
     CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,3 3,4 4,5 0,0");
     bert_tokenizer_free(t);
+    /* the prefix space alone shares the first character's span (seen
+     * without trim_offsets); "\n" has no token in this vocabulary */
+    CU_ASSERT_EQUAL_FATAL(
+        load_bpe(dir, NULL, NULL, "{\"add_prefix_space\": true, \"trim_offsets\": false}", &t,
+                 &err),
+        BERT_OK);
+    CHECK_TOKENS(t, "\nhe", "<s> \u0120 he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,1 1,3 0,0");
+    CHECK_TOKENS(t, "hello  world", "<s> \u0120 hello \u0120 \u0120wor l d </s>");
+    bert_tokenizer_free(t);
     /* the encoding's cache of merge results never serves another
      * tokenizer's results (here: the same vocabulary without "h e") */
     CU_ASSERT_EQUAL_FATAL(load_bpe(dir, NULL, "l l\n", NULL, &t, &err), BERT_OK);

@@ -397,9 +397,12 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
 /* Tokens of one pre-tokenizer piece p[0..n) (a word).  p[0] is the virtual
  * prefix space when virt; the piece's first real byte is at byte ob and
  * code point oc of the sequence's text.  Each token's span is that of the
- * characters its bytes belong to; with trim_offsets the spaces at its ends
- * are left out (RobertaProcessing's process_offsets, byte arithmetic). */
-static int bpe_piece(seq_state *s, const uint8_t *p, size_t n, int virt, int64_t ob, int64_t oc)
+ * characters its bytes belong to; the prefix space shares the span of the
+ * segment's first character, vlen bytes (NormalizedString::prepend).  With
+ * trim_offsets the spaces at a token's ends are left out
+ * (RobertaProcessing's process_offsets, byte arithmetic). */
+static int bpe_piece(seq_state *s, const uint8_t *p, size_t n, int virt, int64_t ob, int64_t oc,
+                     int64_t vlen)
 {
     enc_priv *pr = s->p;
     bert_encoding *e = s->e;
@@ -443,6 +446,10 @@ static int bpe_piece(seq_state *s, const uint8_t *p, size_t n, int virt, int64_t
             ce_ += (p[ke] & 0xC0) != 0x80;
         be = ob + (int64_t)(z - (size_t)virt);
         ce = oc + ce_;
+        if (z <= (size_t)virt) { /* the prefix space alone */
+            be = ob + vlen;
+            ce = oc + 1;
+        }
         if (m->trim_offsets) {
             size_t a0 = pr->bp[k].start, lead = 0, trail = 0;
             while (a0 + lead < b && p[a0 + lead] == ' ')
@@ -475,6 +482,8 @@ static int bpe_segment(seq_state *s, const uint8_t *txt, size_t len, int64_t ob,
     if (len == 0)
         return BERT_OK;
     int virt = s->t->bpe->add_prefix_space && txt[0] != ' ';
+    /* byte length of the segment's first character */
+    int64_t vlen = txt[0] < 0xC0 ? 1 : txt[0] < 0xE0 ? 2 : txt[0] < 0xF0 ? 3 : 4;
     const uint8_t *buf = txt;
     size_t blen = len;
     if (virt) {
@@ -498,7 +507,7 @@ static int bpe_segment(seq_state *s, const uint8_t *txt, size_t len, int64_t ob,
         int v = virt && i == 0;
         /* the piece's first real byte: after the virtual space */
         int64_t pob = ob + (int64_t)i - (virt && i > 0 ? 1 : 0);
-        if ((rc = bpe_piece(s, buf + i, j - i, v, pob, oc + cp)))
+        if ((rc = bpe_piece(s, buf + i, j - i, v, pob, oc + cp, vlen)))
             return rc;
         for (size_t k = i + (size_t)v; k < j; k++)
             cp += (buf[k] & 0xC0) != 0x80;
