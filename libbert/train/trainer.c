@@ -133,8 +133,8 @@ static void init_tensor(bert_trainer *t, int i)
 
 /* ---- architectures ------------------------------------------------------ */
 
-/* BERT and DistilBERT are the same post-LayerNorm encoder with the same
- * parameter slots; they differ in tensor names and in a few details of the
+/* BERT, DistilBERT and RoBERTa are the same post-LayerNorm encoder with the
+ * same parameter slots; they differ in tensor names and in a few details of the
  * computation, all of which are listed here. */
 struct bert_t_arch {
     const char *model_type;
@@ -153,6 +153,11 @@ struct bert_t_arch {
     int pool_act;            /* BERT_T_ACT_*: tanh pooler / ReLU */
     int ao_dropout;          /* dropout on the attention output projection
                                 (DistilBERT has none there) */
+    const char *cls_seq;     /* sequence classifier module, NULL =
+                                "classifier" */
+    int pos_from_pad;        /* position ids start at pad_token_id + 1 */
+    int head_in_dropout;     /* dropout on the [CLS] features before the
+                                head's dense layer too */
 };
 
 static const bert_t_arch ARCH_BERT = {
@@ -166,7 +171,7 @@ static const bert_t_arch ARCH_BERT = {
     "bert.pooler.dense",
     "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
     "cls.predictions.bias", "cls.predictions.decoder.bias",
-    BERT_T_ACT_TANH, 1,
+    BERT_T_ACT_TANH, 1, NULL, 0, 0,
 };
 
 static const bert_t_arch ARCH_DISTILBERT = {
@@ -179,7 +184,26 @@ static const bert_t_arch ARCH_DISTILBERT = {
     "output_layer_norm",
     "pre_classifier",
     "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", NULL,
-    BERT_T_ACT_RELU, 0,
+    BERT_T_ACT_RELU, 0, NULL, 0, 0,
+};
+
+/* RoBERTa: BERT's encoder under "roberta.", no pooler; the sequence head
+ * (RobertaClassificationHead) is dropout, dense, tanh, dropout, out_proj,
+ * so it is BERT's pooler-and-classifier path under other names plus one
+ * dropout; positions count from padding_idx + 1 (no padding inside a
+ * sequence: every real token's position id is its index + pad + 1). */
+static const bert_t_arch ARCH_ROBERTA = {
+    "roberta",
+    {"RobertaForSequenceClassification", "RobertaForTokenClassification",
+     "RobertaForMaskedLM"},
+    "roberta.", "roberta.embeddings", "roberta.encoder.layer",
+    {"attention.self.query", "attention.self.key", "attention.self.value"},
+    "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense", "output.dense", "output.LayerNorm",
+    "classifier.dense",
+    "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", NULL,
+    BERT_T_ACT_TANH, 1,
+    "classifier.out_proj", 1, 1,
 };
 
 /* HF names of the slices of tensor i; calls fn(name, ptr, rows, cols) for
@@ -237,7 +261,9 @@ static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
     if (t->sizes[P_POOLW])
         PAIR(A->pool, pt[P_POOLW], P_POOLW, pt[P_POOLB], P_POOLB, H, H);
     if (t->sizes[P_CLSW])
-        PAIR("classifier", pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
+        PAIR(t->task == BERT_TRAIN_SEQUENCE && A->cls_seq ? A->cls_seq
+                                                          : "classifier",
+             pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
     if (t->sizes[P_MTW]) {
         PAIR(A->mt, pt[P_MTW], P_MTW, pt[P_MTB], P_MTB, H, H);
         PAIR(A->mln, pt[P_MLNW], P_MLNW, pt[P_MLNB], P_MLNB, H, 0);
@@ -358,21 +384,29 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         free(t);
         return rc;
     }
-    if (t->cfg.pub.family != BERT_FAMILY_BERT &&
-        t->cfg.pub.family != BERT_FAMILY_DISTILBERT) {
-        /* RoBERTa / ELECTRA run for inference; their position ids,
-         * embeddings_project and heads are not in the trainer yet */
+    int roberta = t->cfg.pub.family == BERT_FAMILY_ROBERTA &&
+                  strcmp(t->cfg.model_type, "roberta") == 0;
+    if ((t->cfg.pub.family != BERT_FAMILY_BERT &&
+         t->cfg.pub.family != BERT_FAMILY_DISTILBERT && !roberta) ||
+        (roberta && t->task == BERT_TRAIN_MLM)) {
+        /* ELECTRA (embeddings_project, its heads), XLM-RoBERTa (its names)
+         * and RoBERTa's MLM head (lm_head) are not in the trainer yet */
         rc = bert__err(err, BERT_EUNSUPPORTED,
-                       "%s: model_type \"%s\" cannot be trained yet; the "
-                       "trainer fine-tunes BERT and DistilBERT models",
-                       path, t->cfg.model_type);
+                       "%s: model_type \"%s\" cannot be trained%s yet; the "
+                       "trainer fine-tunes BERT and DistilBERT models and "
+                       "RoBERTa sequence and token classifiers",
+                       path, t->cfg.model_type,
+                       roberta ? " with the mlm task" : "");
         bert__config_free(&t->cfg);
         free(t);
         return rc;
     }
     read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
-    t->arch = c->is_distilbert ? &ARCH_DISTILBERT : &ARCH_BERT;
+    t->arch = roberta ? &ARCH_ROBERTA
+              : c->is_distilbert ? &ARCH_DISTILBERT
+                                 : &ARCH_BERT;
+    t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
      * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
      * config.c reads into classifier_dropout), ...ForTokenClassification:
@@ -579,7 +613,7 @@ static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
 
 /* ---- forward / backward ------------------------------------------------ */
 
-enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD };
+enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD, S_HEAD_IN };
 
 static uint64_t stream_of(uint64_t micro, size_t layer, int site)
 {
@@ -595,10 +629,10 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     size_t B = bt->batch, T = bt->seq_len, N = B * T;
     size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
-    if (T > t->P)
+    if (T + t->pos_off > t->P)
         return bert__err(err, BERT_EINVAL,
-                         "sequence length %zu exceeds max_position_embeddings %zu",
-                         T, t->P);
+                         "sequence length %zu exceeds max_position_embeddings %zu%s",
+                         T, t->P, t->pos_off ? " minus padding_idx + 1" : "");
     for (size_t b = 0; b < B; b++)
         if (bt->lengths[b] < 1 || bt->lengths[b] > T)
             return bert__err(err, BERT_EINVAL, "row %zu: length %zu not in 1..%zu",
@@ -654,8 +688,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     float **pt = t->pt, **gt = t->gt;
 
     /* embeddings */
-    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE], pt[P_WPE],
-                          pt[P_WTT], B, T, H);
+    /* positions pos_off .. pos_off + T - 1: a row offset into the table */
+    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE],
+                          pt[P_WPE] + t->pos_off * H, pt[P_WTT], B, T, H);
     bert__t_layernorm_forward(a.x0, a.emean, a.erstd, a.emb, pt[P_LNEW],
                               pt[P_LNEB], N, H, eps, nth);
     bert__t_dropout(a.x0, N * H, ph, seed, stream_of(mi, 0, S_EMB), nth);
@@ -699,6 +734,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     if (t->task == BERT_TRAIN_SEQUENCE) {
         for (size_t b = 0; b < B; b++)
             memcpy(a.cls + b * H, x + b * T * H, H * sizeof(float));
+        if (t->arch->head_in_dropout)
+            bert__t_dropout(a.cls, B * H, pc, seed,
+                            stream_of(mi, 0, S_HEAD_IN), nth);
         bert__t_matmul_forward(a.ppre, a.cls, pt[P_POOLW], pt[P_POOLB], B, H,
                                H, rn);
         bert__t_act_forward(t->arch->pool_act, a.pout, a.ppre, B * H, nth);
@@ -768,6 +806,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         memset(a.dh3, 0, B * H * sizeof(float));
         bert__t_matmul_backward(a.dh3, gt[P_POOLW], gt[P_POOLB], a.dh2, a.cls,
                                 pt[P_POOLW], B, H, H, rn, nth);
+        if (t->arch->head_in_dropout)
+            bert__t_dropout(a.dh3, B * H, pc, seed,
+                            stream_of(mi, 0, S_HEAD_IN), nth);
         for (size_t b = 0; b < B; b++)
             memcpy(dA + b * T * H, a.dh3 + b * H, H * sizeof(float));
     } else if (t->task == BERT_TRAIN_TOKEN) {
@@ -835,8 +876,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     memset(dB, 0, N * H * sizeof(float));
     bert__t_layernorm_backward(dB, gt[P_LNEW], gt[P_LNEB], dA, a.emb,
                                pt[P_LNEW], a.emean, a.erstd, N, H, nth);
-    bert__t_embed_backward(gt[P_WTE], gt[P_WPE], gt[P_WTT], dB, bt->ids,
-                           bt->type_ids, B, T, H);
+    bert__t_embed_backward(gt[P_WTE], gt[P_WPE] + t->pos_off * H, gt[P_WTT],
+                           dB, bt->ids, bt->type_ids, B, T, H);
     if (train)
         t->micro++;
     return BERT_OK;

@@ -24,7 +24,7 @@ typedef struct bert_t_arch bert_t_arch;
 
 typedef struct bert_trainer {
     bert_cfg cfg;              /* config (labels owned) */
-    const bert_t_arch *arch;   /* BERT or DistilBERT */
+    const bert_t_arch *arch;   /* BERT, DistilBERT or RoBERTa */
     bert_train_params p;
     bert_train_task task;
     size_t V, H, L, NH, I, P, TV, C;
@@ -34,6 +34,8 @@ typedef struct bert_trainer {
     float qa_dropout;          /* DistilBERT config key, kept for saving */
     int freeze_wpe;            /* DistilBERT sinusoidal_pos_embds: position
                                   embeddings are fixed, never updated */
+    size_t pos_off;            /* position id of a sequence's first token:
+                                  0, RoBERTa pad_token_id + 1 */
     size_t sizes[P_COUNT];
     size_t nparams;
     float *params, *grads, *m, *v;
