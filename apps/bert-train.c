@@ -38,8 +38,8 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: bert-train (--init DIR | --config FILE --vocab DIR) --task TASK\n"
 "                  --train FILE [--dev FILE] --out DIR [options]\n"
-"Fine-tunes (--init: a Hugging Face BERT, DistilBERT or RoBERTa model\n"
-"directory; RoBERTa for the sequence and token tasks) or\n"
+"Fine-tunes (--init: a Hugging Face BERT, DistilBERT, RoBERTa or ELECTRA model\n"
+"directory; RoBERTa and ELECTRA for the sequence and token tasks) or\n"
 "trains from scratch (--config: a BERT or DistilBERT config.json; --vocab: a\n"
 "directory with vocab.txt and tokenizer_config.json) a model, and writes a\n"
 "complete Hugging Face model directory of the same architecture to --out\n"
@@ -1007,6 +1007,7 @@ static const char *embedding_name(const bert_trainer *t, const char *which,
     snprintf(buf, 96, "%s.embeddings.%s_embeddings.weight",
              c->is_distilbert                  ? "distilbert"
              : c->family == BERT_FAMILY_ROBERTA ? "roberta"
+             : c->family == BERT_FAMILY_ELECTRA ? "electra"
                                                 : "bert",
              which);
     return buf;

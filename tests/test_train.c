@@ -595,6 +595,29 @@ static void roberta_gradcheck(bert_train_task task, float drop)
     tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
 }
 
+/* ELECTRA: embeddings of width E = 4 projected to H = 6 by
+ * embeddings_project; the sequence head's dense + exact GELU. */
+static void electra_gradcheck(bert_train_task task, float drop)
+{
+    static const int32_t types[10] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 0};
+    static const tr_fd fd = {1, 1e-2f, 1e-3, 1.0};
+    const char *cfg = tr_write_config(
+        "grad-electra",
+        "{\"architectures\":[\"ElectraForSequenceClassification\"],"
+        "\"model_type\":\"electra\",\"vocab_size\":13,\"embedding_size\":4,"
+        "\"hidden_size\":6,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
+        "\"max_position_embeddings\":9,\"type_vocab_size\":2,"
+        "\"layer_norm_eps\":1e-5,\"hidden_dropout_prob\":%g,"
+        "\"attention_probs_dropout_prob\":%g,\"initializer_range\":0.5,"
+        "\"pad_token_id\":0}",
+        drop, drop);
+    tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
+}
+
+static void test_model_grad_electra_seq(void) { electra_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
+static void test_model_grad_electra_tok(void) { electra_gradcheck(BERT_TRAIN_TOKEN, 0.1f); }
+
 static void test_model_grad_roberta_seq(void) { roberta_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
 static void test_model_grad_roberta_tok(void) { roberta_gradcheck(BERT_TRAIN_TOKEN, 0.1f); }
 
@@ -661,7 +684,7 @@ static void test_fixture_forward(void)
 /* RoBERTa: the trainer's forward equals the roberta-seq fixture's logits
  * (positions from padding_idx + 1, classifier.dense / out_proj); a few
  * fine-tuning steps, saved, reload through bert_model_load with the same
- * logits; the ELECTRA fixture is refused with a message. */
+ * logits; the MLM task is refused with a message. */
 static void test_fixture_roberta(void)
 {
     tr_fixture fx;
@@ -693,18 +716,48 @@ static void test_fixture_roberta(void)
     free(lab);
     free(got);
     bert_trainer_free(t);
-    /* the MLM task and ELECTRA are refused with a message */
+    /* the MLM task is refused with a message */
     bert_trainer *t2 = NULL;
     p.task = BERT_TRAIN_MLM;
     CU_ASSERT_EQUAL(bert_trainer_create(fx.dir, NULL, &p, &t2, &err),
                     BERT_EUNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "mlm"));
-    char edir[1300];
-    snprintf(edir, sizeof edir, "%s/../electra-seq", fx.dir);
+    tr_fixture_free(&fx);
+}
+
+/* ELECTRA: the same on electra-seq (embedding_size 32 != hidden 64, so the
+ * trainer's embeddings_project is exercised). */
+static void test_fixture_electra(void)
+{
+    tr_fixture fx;
+    if (!tr_fixture_load(&fx, "../fixtures-roberta-electra/electra-seq"))
+        return;
+    size_t B = fx.B, C = fx.C;
+    bert_train_params p = bert_train_default_params();
     p.task = BERT_TRAIN_SEQUENCE;
-    CU_ASSERT_EQUAL(bert_trainer_create(edir, NULL, &p, &t2, &err),
-                    BERT_EUNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "electra"));
+    bert_trainer *t = tr_trainer_create(fx.dir, NULL, &p);
+    bert_error err;
+    float *got = malloc(B * C * 4);
+    double worst = tr_fixture_predict(t, &fx, got);
+    printf("\n  electra-seq: trainer forward vs expected logits: max |diff| "
+           "%.3g over %zu texts\n", worst, B);
+    CU_ASSERT(worst <= 1e-4);
+    int32_t *lab = calloc(B, sizeof *lab);
+    for (size_t b = 0; b < B; b++)
+        lab[b] = (int32_t)(b % 2);
+    tr_fixture_finetune(t, &fx, lab, got);
+    char out[512];
+    snprintf(out, sizeof out, "%s/saved-electra", tr_tmp);
+    mkdir(out, 0755);
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_save(t, out, &err), 0);
+    double worst2 =
+        tr_reload_by_inference(&fx, out, BERT_TRAIN_SEQUENCE, 0, C, got);
+    printf("  electra-seq fine-tuned, saved, reloaded by bert_model_load: "
+           "max |diff| %.3g\n", worst2);
+    CU_ASSERT(worst2 <= 1e-5);
+    free(lab);
+    free(got);
+    bert_trainer_free(t);
     tr_fixture_free(&fx);
 }
 
@@ -736,6 +789,9 @@ int main(void)
         {"model gradient: roberta sequence+dropout", test_model_grad_roberta_seq},
         {"model gradient: roberta token", test_model_grad_roberta_tok},
         {"fixture forward: roberta", test_fixture_roberta},
+        {"model gradient: electra sequence+dropout", test_model_grad_electra_seq},
+        {"model gradient: electra token", test_model_grad_electra_tok},
+        {"fixture forward: electra", test_fixture_electra},
         {NULL, NULL}};
     return tr_run("train", tests, summary);
 }
