@@ -1544,7 +1544,7 @@ int main(int argc, char **argv)
         float *pe;
         size_t pn;
         char name[96];
-        size_t H = bert_trainer_config(t)->hidden;
+        size_t H = bert_trainer_config(t)->embedding_size; /* width */
         if (bert_trainer_tensor(t, embedding_name(t, "position", name),
                                 &pe, &pn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);

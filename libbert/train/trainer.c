@@ -137,9 +137,10 @@ static void init_tensor(bert_trainer *t, int i)
 
 /* ---- architectures ------------------------------------------------------ */
 
-/* BERT, DistilBERT and RoBERTa are the same post-LayerNorm encoder with the
- * same parameter slots; they differ in tensor names and in a few details of the
- * computation, all of which are listed here. */
+/* BERT, DistilBERT, RoBERTa and ELECTRA are the same post-LayerNorm encoder
+ * with the same parameter slots (ELECTRA adds embeddings_project); they
+ * differ in tensor names and in a few details of the computation, all of
+ * which are listed here. */
 struct bert_t_arch {
     const char *model_type;
     const char *arch[3];     /* architectures[0] for SEQUENCE, TOKEN, MLM */
