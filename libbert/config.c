@@ -1,4 +1,5 @@
-/* config.c - config.json (BERT / DistilBERT) into a bert_cfg, via jansson. */
+/* config.c - config.json (BERT, DistilBERT, RoBERTa / XLM-RoBERTa, ELECTRA)
+ * into a bert_cfg, via jansson. */
 #include "libbert/config.h"
 
 #include <errno.h>

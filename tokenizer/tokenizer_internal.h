@@ -1,6 +1,7 @@
 /*
- * tokenizer/tokenizer_internal.h - private structures of the WordPiece
- * tokenizer, shared by the files of tokenizer/ (never installed).
+ * tokenizer/tokenizer_internal.h - private structures of the WordPiece and
+ * byte-level BPE tokenizers, shared by the files of tokenizer/ (never
+ * installed).  The BPE pipeline is described in bpe.c; the WordPiece one:
  *
  * Pipeline (the Hugging Face `tokenizers` BERT pipeline, fused into one
  * pass over the input, code point by code point):
