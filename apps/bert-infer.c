@@ -1,4 +1,5 @@
-/* bert-infer - run a BERT / DistilBERT model on stdin lines, JSON out.
+/* bert-infer - run a BERT / DistilBERT / RoBERTa / ELECTRA model on stdin
+ * lines, JSON out.
  *
  *   bert-infer --model DIR [--max-length N] [--hidden] [--threads N]
  *              [--batch N]

@@ -27,14 +27,16 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bert-tokenize --model DIR [--max-length N] [--format ids|tokens|json]\n"
             "Reads one text per line on stdin (TAB separates a sentence pair) and writes\n"
-            "one line per input line:\n"
-            "  ids     token ids separated by spaces ([CLS] and [SEP] included; default)\n"
+            "one line per input line, with the model directory's tokenizer (WordPiece, or\n"
+            "RoBERTa's byte-level BPE):\n"
+            "  ids     token ids separated by spaces ([CLS] and [SEP], or <s> and </s>,\n"
+            "          included; default)\n"
             "  tokens  token strings separated by spaces\n"
             "  json    {\"ids\",\"tokens\",\"type_ids\",\"offsets\",\"byte_offsets\",\"word_ids\"}\n"
             "          (offsets in code points into the input line)\n"
-            "--max-length N truncates (longest_first, counting [CLS]/[SEP]); no truncation\n"
-            "by default.  Invalid UTF-8 on a line: message on stderr, empty output line,\n"
-            "exit status 2 at the end.\n"
+            "--max-length N truncates (longest_first, counting the special tokens); no\n"
+            "truncation by default.  Invalid UTF-8 on a line: message on stderr, empty\n"
+            "output line, exit status 2 at the end.\n"
             "Exit status: 0 ok, 1 usage, 2 bad input or model files.\n");
 }
 

@@ -38,7 +38,8 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: bert-train (--init DIR | --config FILE --vocab DIR) --task TASK\n"
 "                  --train FILE [--dev FILE] --out DIR [options]\n"
-"Fine-tunes (--init: a Hugging Face BERT or DistilBERT model directory) or\n"
+"Fine-tunes (--init: a Hugging Face BERT, DistilBERT, RoBERTa or ELECTRA model\n"
+"directory; RoBERTa and ELECTRA for the sequence and token tasks) or\n"
 "trains from scratch (--config: a BERT or DistilBERT config.json; --vocab: a\n"
 "directory with vocab.txt and tokenizer_config.json) a model, and writes a\n"
 "complete Hugging Face model directory of the same architecture to --out\n"
@@ -1002,8 +1003,12 @@ static int copy_file(const char *from, const char *to)
 static const char *embedding_name(const bert_trainer *t, const char *which,
                                   char buf[static 96])
 {
+    const bert_config *c = bert_trainer_config(t);
     snprintf(buf, 96, "%s.embeddings.%s_embeddings.weight",
-             bert_trainer_config(t)->is_distilbert ? "distilbert" : "bert",
+             c->is_distilbert                  ? "distilbert"
+             : c->family == BERT_FAMILY_ROBERTA ? "roberta"
+             : c->family == BERT_FAMILY_ELECTRA ? "electra"
+                                                : "bert",
              which);
     return buf;
 }
@@ -1042,6 +1047,21 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
                                  int lowercase, const bert_config *cfg)
 {
     char a[4096], b[4096];
+    struct stat st;
+    snprintf(a, sizeof a, "%s/merges.txt", vocab_dir);
+    if (cfg->family == BERT_FAMILY_ROBERTA && stat(a, &st) == 0) {
+        /* byte-level BPE: the files as they are (they are the tokenizer) */
+        static const char *const files[] = {
+            "vocab.json", "merges.txt", "tokenizer.json",
+            "tokenizer_config.json", "special_tokens_map.json"};
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            snprintf(a, sizeof a, "%s/%s", vocab_dir, files[i]);
+            snprintf(b, sizeof b, "%s/%s", out, files[i]);
+            if (stat(a, &st) == 0 && strcmp(a, b) != 0 && copy_file(a, b))
+                return -1;
+        }
+        return 0;
+    }
     snprintf(a, sizeof a, "%s/vocab.txt", vocab_dir);
     snprintf(b, sizeof b, "%s/vocab.txt", out);
     if (strcmp(a, b) != 0 && copy_file(a, b))
@@ -1385,14 +1405,30 @@ int main(int argc, char **argv)
             fprintf(stderr, "bert-train: %s\n", err.text);
             return EXIT_BADINPUT;
         }
-        int lower = o.lowercase >= 0 ? o.lowercase : bert_tokenizer_lowercase(t0);
-        bert_tokenizer_free(t0);
-        o.lowercase = lower;
-        char vp[4096];
-        snprintf(vp, sizeof vp, "%s/vocab.txt", vocab_dir);
-        if (bert_tokenizer_load_vocab(vp, lower, -1, 1, &k.tok, &err)) {
-            fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+        if (bert_tokenizer_get_kind(t0) == BERT_TOKENIZER_BPE) {
+            /* RoBERTa: the tokenizer as it is (no lowercasing to choose);
+             * the word-level tasks only (mlm and embeddings pack or count
+             * WordPiece ids, and RoBERTa's lm_head is not in the trainer) */
+            if (o.task == BERT_TRAIN_MLM || o.task == TASK_EMBED) {
+                fprintf(stderr, "bert-train: %s: byte-level BPE (RoBERTa) "
+                                "models can be fine-tuned for the sequence "
+                                "and token tasks only\n",
+                        vocab_dir);
+                bert_tokenizer_free(t0);
+                return EXIT_BADINPUT;
+            }
+            o.lowercase = 0;
+            k.tok = t0;
+        } else {
+            int lower = o.lowercase >= 0 ? o.lowercase : bert_tokenizer_lowercase(t0);
+            bert_tokenizer_free(t0);
+            o.lowercase = lower;
+            char vp[4096];
+            snprintf(vp, sizeof vp, "%s/vocab.txt", vocab_dir);
+            if (bert_tokenizer_load_vocab(vp, lower, -1, 1, &k.tok, &err)) {
+                fprintf(stderr, "bert-train: %s\n", err.text);
+                return EXIT_BADINPUT;
+            }
         }
     }
     k.enc = bert_encoding_create();
@@ -1493,10 +1529,14 @@ int main(int argc, char **argv)
                         "%zu\n", bert_tokenizer_vocab_size(k.tok), V);
         return EXIT_BADINPUT;
     }
-    if ((size_t)o.max_len > bert_trainer_config(t)->max_position) {
-        fprintf(stderr, "bert-train: --max-length %ld exceeds the model's "
-                        "max_position_embeddings %zu\n",
-                o.max_len, bert_trainer_config(t)->max_position);
+    /* RoBERTa's positions start after padding_idx (1): 2 fewer tokens */
+    size_t max_tokens = bert_trainer_config(t)->max_position;
+    if (bert_trainer_config(t)->family == BERT_FAMILY_ROBERTA)
+        max_tokens = max_tokens > 2 ? max_tokens - 2 : 0;
+    if ((size_t)o.max_len > max_tokens) {
+        fprintf(stderr, "bert-train: --max-length %ld exceeds the %zu tokens "
+                        "the model's max_position_embeddings %zu allow\n",
+                o.max_len, max_tokens, bert_trainer_config(t)->max_position);
         return EXIT_USAGE;
     }
     mkdir(o.out, 0755);
@@ -1504,7 +1544,7 @@ int main(int argc, char **argv)
         float *pe;
         size_t pn;
         char name[96];
-        size_t H = bert_trainer_config(t)->hidden;
+        size_t H = bert_trainer_config(t)->embedding_size; /* width */
         if (bert_trainer_tensor(t, embedding_name(t, "position", name),
                                 &pe, &pn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);

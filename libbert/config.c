@@ -1,4 +1,5 @@
-/* config.c - config.json (BERT / DistilBERT) into a bert_cfg, via jansson. */
+/* config.c - config.json (BERT, DistilBERT, RoBERTa / XLM-RoBERTa, ELECTRA)
+ * into a bert_cfg, via jansson. */
 #include "libbert/config.h"
 
 #include <errno.h>
@@ -91,19 +92,61 @@ static int get_str(const json_t *root, const char *key, int nullable,
 
 static const struct {
     const char *name;
-    int distil;
+    bert_family family;
     bert_task task;
 } archs[] = {
-    {"BertModel", 0, BERT_TASK_BASE},
-    {"BertForSequenceClassification", 0, BERT_TASK_SEQUENCE},
-    {"BertForTokenClassification", 0, BERT_TASK_TOKEN},
-    {"BertForMaskedLM", 0, BERT_TASK_BASE},
-    {"BertForPreTraining", 0, BERT_TASK_BASE},
-    {"DistilBertModel", 1, BERT_TASK_BASE},
-    {"DistilBertForSequenceClassification", 1, BERT_TASK_SEQUENCE},
-    {"DistilBertForTokenClassification", 1, BERT_TASK_TOKEN},
-    {"DistilBertForMaskedLM", 1, BERT_TASK_BASE},
+    {"BertModel", BERT_FAMILY_BERT, BERT_TASK_BASE},
+    {"BertForSequenceClassification", BERT_FAMILY_BERT, BERT_TASK_SEQUENCE},
+    {"BertForTokenClassification", BERT_FAMILY_BERT, BERT_TASK_TOKEN},
+    {"BertForMaskedLM", BERT_FAMILY_BERT, BERT_TASK_BASE},
+    {"BertForPreTraining", BERT_FAMILY_BERT, BERT_TASK_BASE},
+    {"DistilBertModel", BERT_FAMILY_DISTILBERT, BERT_TASK_BASE},
+    {"DistilBertForSequenceClassification", BERT_FAMILY_DISTILBERT,
+     BERT_TASK_SEQUENCE},
+    {"DistilBertForTokenClassification", BERT_FAMILY_DISTILBERT,
+     BERT_TASK_TOKEN},
+    {"DistilBertForMaskedLM", BERT_FAMILY_DISTILBERT, BERT_TASK_BASE},
+    {"RobertaModel", BERT_FAMILY_ROBERTA, BERT_TASK_BASE},
+    {"RobertaForSequenceClassification", BERT_FAMILY_ROBERTA,
+     BERT_TASK_SEQUENCE},
+    {"RobertaForTokenClassification", BERT_FAMILY_ROBERTA, BERT_TASK_TOKEN},
+    {"RobertaForMaskedLM", BERT_FAMILY_ROBERTA, BERT_TASK_BASE},
+    {"XLMRobertaModel", BERT_FAMILY_ROBERTA, BERT_TASK_BASE},
+    {"XLMRobertaForSequenceClassification", BERT_FAMILY_ROBERTA,
+     BERT_TASK_SEQUENCE},
+    {"XLMRobertaForTokenClassification", BERT_FAMILY_ROBERTA,
+     BERT_TASK_TOKEN},
+    {"XLMRobertaForMaskedLM", BERT_FAMILY_ROBERTA, BERT_TASK_BASE},
+    {"ElectraModel", BERT_FAMILY_ELECTRA, BERT_TASK_BASE},
+    {"ElectraForSequenceClassification", BERT_FAMILY_ELECTRA,
+     BERT_TASK_SEQUENCE},
+    {"ElectraForTokenClassification", BERT_FAMILY_ELECTRA, BERT_TASK_TOKEN},
+    {"ElectraForPreTraining", BERT_FAMILY_ELECTRA, BERT_TASK_BASE},
+    {"ElectraForMaskedLM", BERT_FAMILY_ELECTRA, BERT_TASK_BASE},
 };
+
+/* model_type values and their families. */
+static const struct {
+    const char *name;
+    bert_family family;
+} model_types[] = {
+    {"bert", BERT_FAMILY_BERT},
+    {"distilbert", BERT_FAMILY_DISTILBERT},
+    {"roberta", BERT_FAMILY_ROBERTA},
+    {"xlm-roberta", BERT_FAMILY_ROBERTA},
+    {"electra", BERT_FAMILY_ELECTRA},
+};
+
+static const char *family_name(bert_family f)
+{
+    switch (f) {
+    case BERT_FAMILY_BERT: return "bert";
+    case BERT_FAMILY_DISTILBERT: return "distilbert";
+    case BERT_FAMILY_ROBERTA: return "roberta";
+    case BERT_FAMILY_ELECTRA: return "electra";
+    }
+    return "?";
+}
 
 const char *bert__act_name(bert_activation a)
 {
@@ -218,7 +261,7 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
                              label);
         arch = json_string_value(json_array_get(ja, 0));
     }
-    int distil = -1;
+    int family = -1;
     c->task = BERT_TASK_BASE;
     if (arch) {
         size_t i;
@@ -228,46 +271,55 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
         if (i == sizeof archs / sizeof archs[0])
             return bert__err(err, BERT_EUNSUPPORTED,
                              "%s: architecture \"%.60s\" is not supported; "
-                             "libbert runs BertModel, BertFor"
-                             "{Sequence,Token}Classification and the "
-                             "DistilBert equivalents (export the encoder "
-                             "with one of these heads)",
+                             "libbert runs the Model, "
+                             "ForSequenceClassification and "
+                             "ForTokenClassification architectures of "
+                             "Bert, DistilBert, Roberta, XLMRoberta and "
+                             "Electra",
                              label, arch);
-        distil = archs[i].distil;
+        family = (int)archs[i].family;
         c->task = archs[i].task;
         snprintf(cfg->architecture, sizeof cfg->architecture, "%s", arch);
     }
     if (mt) {
-        int md;
-        if (strcmp(mt, "bert") == 0)
-            md = 0;
-        else if (strcmp(mt, "distilbert") == 0)
-            md = 1;
-        else
+        size_t i;
+        for (i = 0; i < sizeof model_types / sizeof model_types[0]; i++)
+            if (strcmp(mt, model_types[i].name) == 0)
+                break;
+        if (i == sizeof model_types / sizeof model_types[0])
             return bert__err(err, BERT_EUNSUPPORTED,
                              "%s: model_type \"%.40s\" is not supported; "
-                             "libbert runs model_type \"bert\" and "
-                             "\"distilbert\" encoders",
+                             "libbert runs model_type \"bert\", "
+                             "\"distilbert\", \"roberta\", \"xlm-roberta\" "
+                             "and \"electra\" encoders",
                              label, mt);
-        if (distil >= 0 && distil != md)
+        if (family >= 0 && family != (int)model_types[i].family)
             return bert__err(err, BERT_EFORMAT,
                              "%s: architecture \"%s\" contradicts model_type "
                              "\"%s\"",
                              label, arch, mt);
-        distil = md;
+        family = (int)model_types[i].family;
     }
-    if (distil < 0)
+    if (family < 0)
         return bert__err(err, BERT_EFORMAT,
                          "%s: neither \"model_type\" nor \"architectures\" "
                          "says what model this is (expected model_type "
-                         "\"bert\" or \"distilbert\")",
+                         "\"bert\", \"distilbert\", \"roberta\", "
+                         "\"xlm-roberta\" or \"electra\")",
                          label);
+    int distil = family == BERT_FAMILY_DISTILBERT;
+    int electra = family == BERT_FAMILY_ELECTRA;
+    c->family = (bert_family)family;
     c->is_distilbert = distil;
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s",
-             distil ? "distilbert" : "bert");
-    if (!arch)
+             mt ? mt : family_name(c->family));
+    if (!arch) {
+        static const char *const base[] = {"BertModel", "DistilBertModel",
+                                           "RobertaModel", "ElectraModel"};
         snprintf(cfg->architecture, sizeof cfg->architecture, "%s",
-                 distil ? "DistilBertModel" : "BertModel");
+                 mt && strcmp(mt, "xlm-roberta") == 0 ? "XLMRobertaModel"
+                                                      : base[family]);
+    }
 
     /* Sizes (transformers' defaults when absent). */
     const char *k_h = distil ? "dim" : "hidden_size";
@@ -275,19 +327,34 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
     const char *k_nh = distil ? "n_heads" : "num_attention_heads";
     const char *k_i = distil ? "hidden_dim" : "intermediate_size";
     const char *k_act = distil ? "activation" : "hidden_act";
-    if ((rc = get_size(root, "vocab_size", 30522, 1, BERT_CFG_MAX_VOCAB,
-                       &c->vocab_size, label, err)) ||
-        (rc = get_size(root, k_h, 768, 1, BERT_CFG_MAX_HIDDEN, &c->hidden,
-                       label, err)) ||
+    /* ElectraConfig's defaults are those of electra-small */
+    if ((rc = get_size(root, "vocab_size",
+                       c->family == BERT_FAMILY_ROBERTA ? 50265 : 30522, 1,
+                       BERT_CFG_MAX_VOCAB, &c->vocab_size, label, err)) ||
+        (rc = get_size(root, k_h, electra ? 256 : 768, 1, BERT_CFG_MAX_HIDDEN,
+                       &c->hidden, label, err)) ||
         (rc = get_size(root, k_l, distil ? 6 : 12, 1, BERT_CFG_MAX_LAYERS,
                        &c->layers, label, err)) ||
-        (rc = get_size(root, k_nh, 12, 1, BERT_CFG_MAX_HIDDEN, &c->heads,
-                       label, err)) ||
-        (rc = get_size(root, k_i, 3072, 1, BERT_CFG_MAX_INTERMEDIATE,
-                       &c->intermediate, label, err)) ||
+        (rc = get_size(root, k_nh, electra ? 4 : 12, 1, BERT_CFG_MAX_HIDDEN,
+                       &c->heads, label, err)) ||
+        (rc = get_size(root, k_i, electra ? 1024 : 3072, 1,
+                       BERT_CFG_MAX_INTERMEDIATE, &c->intermediate, label,
+                       err)) ||
         (rc = get_size(root, "max_position_embeddings", 512, 1,
                        BERT_CFG_MAX_POSITION, &c->max_position, label, err)))
         return rc;
+    c->embedding_size = c->hidden;
+    if (electra) {
+        if ((rc = get_size(root, "embedding_size", 128, 1, BERT_CFG_MAX_HIDDEN,
+                           &c->embedding_size, label, err)))
+            return rc;
+        /* the embeddings are computed in a hidden-wide buffer */
+        if (c->embedding_size > c->hidden)
+            return bert__err(err, BERT_EUNSUPPORTED,
+                             "%s: embedding_size %zu larger than hidden_size "
+                             "%zu is not supported",
+                             label, c->embedding_size, c->hidden);
+    }
     if (c->hidden % c->heads != 0)
         return bert__err(err, BERT_EFORMAT,
                          "%s: %s %zu is not a multiple of %s %zu", label, k_h,
@@ -374,7 +441,8 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
                              "%s: unknown problem_type \"%.40s\"", label, s);
     }
 
-    cfg->pad_token_id = -1;
+    /* RoBERTa's position ids count from pad_token_id (padding_idx) */
+    cfg->pad_token_id = c->family == BERT_FAMILY_ROBERTA ? 1 : -1;
     const json_t *jp = json_object_get(root, "pad_token_id");
     if (jp && !json_is_null(jp)) {
         size_t p;

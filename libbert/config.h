@@ -1,5 +1,6 @@
 /*
- * libbert/config.h - read a Hugging Face config.json (BERT or DistilBERT).
+ * libbert/config.h - read a Hugging Face config.json (BERT, DistilBERT,
+ * RoBERTa / XLM-RoBERTa, ELECTRA).
  *
  * Internal API (bert__config_*), usable by inference and training.
  *
@@ -14,10 +15,13 @@
  *               1e-12 (hard-coded in transformers), no token types
  *   both:       architectures (first entry), model_type, vocab_size,
  *               problem_type, num_labels, id2label, pad_token_id
- * Task: from architectures[0] (Bert|DistilBert)(Model|ForSequenceClassification|
- * ForTokenClassification); *ForMaskedLM / *ForPreTraining load as the base
- * encoder.  Without architectures, model_type "bert"/"distilbert" gives the
- * base model.
+ *   RoBERTa:    as BERT; pad_token_id (default 1) is RoBERTa's padding_idx
+ *               for the position ids
+ *   ELECTRA:    as BERT, plus embedding_size (E, default 128; E <= hidden)
+ * Task: from architectures[0] (Bert|DistilBert|Roberta|XLMRoberta|Electra)
+ * (Model|ForSequenceClassification|ForTokenClassification); *ForMaskedLM /
+ * *ForPreTraining load as the base encoder.  Without architectures,
+ * model_type gives the base model.
  * Labels: id2label (keys "0".."n-1") when present, else num_labels names
  * "LABEL_<i>"; sequence/token models default to 2 labels as transformers.
  *
@@ -46,7 +50,8 @@
 typedef struct bert_cfg {
     bert_config pub;          /* what bert_model_config() returns */
     char architecture[96];    /* architectures[0], or "" */
-    char model_type[32];      /* "bert" or "distilbert" */
+    char model_type[32];      /* "bert", "distilbert", "roberta",
+                                 "xlm-roberta" or "electra" */
     char **labels;            /* pub.num_labels names (owned), or NULL */
     int pad_token_id;         /* -1 when absent */
     int sinusoidal_pos;       /* DistilBERT sinusoidal_pos_embds (weights are

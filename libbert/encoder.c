@@ -58,19 +58,28 @@ static void linear(const bert_gemm_ctx *g, float *y, const float *x,
     bert__gemm_w(g, -1, T, x, W->k, W, 1.0f, y, W->n);
 }
 
-/* x (T,H) = LayerNorm(word[id] + type[tt] + pos[t]) per sequence
- * (BertEmbeddings / DistilBERT Embeddings). */
+/* x (T,E) = LayerNorm(word[id] + type[tt] + pos[p]) per sequence
+ * (BertEmbeddings / DistilBERT Embeddings / RobertaEmbeddings /
+ * ElectraEmbeddings; E = H except for ELECTRA).  p = t, except for RoBERTa:
+ * create_position_ids_from_input_ids, p = pad + (number of non-pad ids up
+ * to t) and pad for a pad id, from the ids, not from a mask. */
 static void embeddings_forward(const bert_model *m, float *x,
                                const bert_input *in, size_t batch, int nt)
 {
     const bert_config *c = &m->cfg.pub;
     const bert_weights *w = &m->w;
-    size_t H = c->hidden;
+    size_t H = c->embedding_size;
+    int roberta = c->family == BERT_FAMILY_ROBERTA;
+    int32_t pad = m->cfg.pad_token_id;
     float *row = x;
     for (size_t b = 0; b < batch; b++) {
+        size_t seen = 0; /* non-pad ids so far (RoBERTa) */
         for (size_t t = 0; t < in[b].n; t++, row += H) {
             const float *we = w->word_emb + (size_t)in[b].ids[t] * H;
-            const float *pe = w->pos_emb + t * H;
+            size_t p = t;
+            if (roberta)
+                p = in[b].ids[t] == pad ? (size_t)pad : (size_t)pad + ++seen;
+            const float *pe = w->pos_emb + p * H;
             if (w->type_emb) {
                 size_t tt = in[b].type_ids ? (size_t)in[b].type_ids[t] : 0;
                 const float *te = w->type_emb + tt * H;
@@ -90,6 +99,18 @@ static void embeddings_forward(const bert_model *m, float *x,
         bert__layernorm_forward(x + t0 * H, x + t0 * H, w->emb_ln_w,
                                 w->emb_ln_b, t1 - t0, H, c->layer_norm_eps);
     }
+}
+
+/* ELECTRA's embeddings_project: x (T,H) = e (T,E) Wp^T + bp. */
+static void embeddings_project(bert_session *s, const float *e, size_t T)
+{
+    const bert_config *c = &s->m->cfg.pub;
+    const bert_weights *w = &s->m->w;
+    bert__bias_fill(s->x, w->emb_proj_b, T, c->hidden);
+    bert__sgemm(s->gemm, T, c->hidden, c->embedding_size, 1.0f, e,
+                (ptrdiff_t)c->embedding_size, 1, w->emb_proj_w, 1,
+                (ptrdiff_t)c->embedding_size, 1.0f, s->x, (ptrdiff_t)c->hidden,
+                1);
 }
 
 /* One head of one sequence (n keys from row o of s->k, s->v): Ctx_h =
@@ -323,7 +344,13 @@ void bert__encoder_forward(bert_session *s, const bert_input *in,
     size_t L = m->cfg.pub.layers;
     size_t full = cls_only && L > 0 ? L - 1 : L; /* layers on all rows */
     int nt = s->n_threads;
-    embeddings_forward(m, s->x, in, batch, nt);
+    if (m->w.emb_proj_w) {
+        /* E < H: the E-wide embeddings fit in s->tmp (T,H) */
+        embeddings_forward(m, s->tmp, in, batch, nt);
+        embeddings_project(s, s->tmp, T);
+    } else {
+        embeddings_forward(m, s->x, in, batch, nt);
+    }
     if (nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
         attention_threads(s, batch) == nt)
         layers_rowsplit(s, in, batch, T, full, nt);

@@ -4,6 +4,9 @@
  *  BERT pooler:        pooled = tanh(h[CLS] Wp^T + bp)          (B,H)
  *  BERT sequence:      logits = pooled Wc^T + bc                (B,C)
  *  DistilBERT seq.:    logits = ReLU(h[CLS] Wpre^T + bpre) Wc^T + bc
+ *  RoBERTa seq.:       logits = tanh(h[<s>] Wd^T + bd) Wo^T + bo
+ *                      (classifier.dense / classifier.out_proj, no pooler)
+ *  ELECTRA seq.:       logits = gelu(h[CLS] Wd^T + bd) Wo^T + bo (erf GELU)
  *  token (both):       logits = h Wc^T + bc                     (T,C)
  * Dropout is the identity at inference.
  */
@@ -45,6 +48,9 @@ void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
     linear(s->gemm, pooled, cls, &m->mats.pool, w->pool_b, batch);
     if (c->is_distilbert)
         bert__relu_forward(pooled, batch * H);
+    else if (c->family == BERT_FAMILY_ELECTRA)
+        bert__gelu_erf_forward(pooled, batch * H); /* "gelu" whatever
+                                                      hidden_act says */
     else
         bert__tanh_forward(pooled, batch * H);
     if (pooler)

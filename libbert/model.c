@@ -92,7 +92,13 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     if ((rc = bert__weights_bind(&m->cfg, &m->st, path, &m->w, &m->conv,
                                  err)) != BERT_OK)
         goto fail;
-    m->has_pooler_out = !m->cfg.pub.is_distilbert && m->w.pool_w != NULL;
+    /* pool_w is a pooler for BERT and RobertaModel only (DistilBERT's
+     * pre_classifier and the RoBERTa/ELECTRA heads' dense reuse it) */
+    m->has_pooler_out =
+        m->w.pool_w != NULL &&
+        (m->cfg.pub.family == BERT_FAMILY_BERT ||
+         (m->cfg.pub.family == BERT_FAMILY_ROBERTA &&
+          m->cfg.pub.task == BERT_TASK_BASE));
     if (p.kernels != BERT_KERNELS_AUTO &&
         !bert__kernels_supported(p.kernels, path, sizeof path)) {
         rc = bert__err(err, BERT_EUNSUPPORTED, "%s: kernels \"%s\": %s", dir,
@@ -107,6 +113,18 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     }
 
     m->max_len = m->cfg.pub.max_position;
+    /* RoBERTa's positions start after padding_idx: pad + 1 .. pad + n */
+    if (m->cfg.pub.family == BERT_FAMILY_ROBERTA) {
+        size_t pad = (size_t)m->cfg.pad_token_id;
+        if (pad + 2 > m->cfg.pub.max_position) {
+            rc = bert__err(err, BERT_EFORMAT,
+                           "%s: max_position_embeddings %zu leaves no "
+                           "position after padding_idx %zu",
+                           path, m->cfg.pub.max_position, pad);
+            goto fail;
+        }
+        m->max_len = m->cfg.pub.max_position - pad - 1;
+    }
     if (p.load_tokenizer) {
         if ((rc = bert_tokenizer_load(dir, &m->tok, err)) != BERT_OK)
             goto fail;

@@ -29,18 +29,25 @@ typedef struct bert_layer_w {
 } bert_layer_w;
 
 typedef struct bert_weights {
-    const float *word_emb;        /* (V,H) */
-    const float *pos_emb;         /* (P,H) */
-    const float *type_emb;        /* (TV,H); NULL for DistilBERT */
-    const float *emb_ln_w, *emb_ln_b; /* (H) */
+    const float *word_emb;        /* (V,E); E = embedding_size (ELECTRA) or H */
+    const float *pos_emb;         /* (P,E) */
+    const float *type_emb;        /* (TV,E); NULL for DistilBERT */
+    const float *emb_ln_w, *emb_ln_b; /* (E) */
+    const float *emb_proj_w, *emb_proj_b; /* (H,E),(H): ELECTRA's
+                                     embeddings_project when E != H, else NULL */
     bert_layer_w *layers;         /* [L], owned */
-    const float *pool_w, *pool_b; /* (H,H),(H): BERT pooler or DistilBERT
-                                     pre_classifier; NULL when not used */
-    const float *cls_w, *cls_b;   /* (C,H),(C); NULL for base models */
+    const float *pool_w, *pool_b; /* (H,H),(H): BERT/RoBERTa pooler,
+                                     DistilBERT pre_classifier or the
+                                     RoBERTa/ELECTRA sequence head's
+                                     classifier.dense; NULL when not used */
+    const float *cls_w, *cls_b;   /* (C,H),(C): classifier (out_proj of the
+                                     RoBERTa/ELECTRA sequence head); NULL for
+                                     base models */
 } bert_weights;
 
 /* Fills w from the tensors of st according to cfg (names as transformers'
- * state_dict(), prefix "bert."/"distilbert." detected).  Tensors that are F32
+ * state_dict(), prefix "bert."/"distilbert."/"roberta."/"electra."
+ * detected).  Tensors that are F32
  * and aligned are used in place; others are converted into *conv (allocated
  * here, owned by the caller, NULL when nothing needed converting).  `label`
  * is the safetensors path for messages.  Returns BERT_EMISSING (tensor

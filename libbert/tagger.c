@@ -56,6 +56,7 @@ typedef struct tag_priv {
     size_t avg_cap;
     pre_entity *pre;
     size_t pre_cap;
+    int byte_level;             /* the window's tokens are byte-level BPE */
     ent *tok;                   /* token or word entities of a window */
     size_t tok_cap;
     ent *grp;                   /* groups of a window */
@@ -245,6 +246,138 @@ static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
     return 0;
 }
 
+/* GPT-2's bytes_to_unicode inverted: the byte a character of a byte-level
+ * token stands for, or -1 for a character outside the map. */
+static int char_byte(uint32_t c)
+{
+    if ((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) ||
+        (c >= 0xAE && c <= 0xFF))
+        return (int)c;
+    if (c < 0x100 || c >= 0x100 + 68)
+        return -1;
+    /* the 68 other bytes in order: 0x00-0x20, 0x7F-0xA0, 0xAD */
+    c -= 0x100;
+    return c < 33 ? (int)c : c < 67 ? (int)(0x7F + c - 33) : 0xAD;
+}
+
+/* Decodes one code point of valid UTF-8 at s; its length in *n. */
+static uint32_t utf8_cp(const unsigned char *s, size_t *n)
+{
+    if (s[0] < 0x80) {
+        *n = 1;
+        return s[0];
+    }
+    if (s[0] < 0xE0) {
+        *n = 2;
+        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    }
+    if (s[0] < 0xF0) {
+        *n = 3;
+        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) |
+               (s[2] & 0x3F);
+    }
+    *n = 4;
+    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+           ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 with *bad set to the
+ * length of its maximal invalid subpart (Unicode's "substitution of
+ * maximal subparts", as Rust's from_utf8_lossy). */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+{
+    unsigned char b = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;
+    *bad = 1;
+    if (b < 0x80)
+        return 1;
+    if (b >= 0xC2 && b <= 0xDF)
+        need = 2;
+    else if (b >= 0xE0 && b <= 0xEF) {
+        need = 3;
+        if (b == 0xE0)
+            lo = 0xA0;
+        if (b == 0xED)
+            hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 4;
+        if (b == 0xF0)
+            lo = 0x90;
+        if (b == 0xF4)
+            hi = 0x8F;
+    } else {
+        return 0;
+    }
+    size_t k = 1;
+    for (; k < need && k < n; k++) {
+        unsigned char c = s[k];
+        if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF))
+            break;
+    }
+    if (k == need)
+        return need;
+    *bad = k;
+    return 0;
+}
+
+/* tokenizers' ByteLevel decoder (convert_tokens_to_string of RoBERTa):
+ * each token whose characters are all in the byte map gives those bytes,
+ * any other its own UTF-8; the concatenation is read as UTF-8 with U+FFFD
+ * for invalid parts (from_utf8_lossy).  No cleanup. */
+static int decode_words_bytes(tag_priv *P, const size_t *word,
+                              const size_t *wlen, size_t n, size_t stride_el,
+                              size_t *off, size_t *len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += *(const size_t *)((const char *)wlen + i * stride_el);
+    /* piece: the raw bytes; tmp: the decoded text (<= 3 bytes per byte) */
+    if (grow(&P->piece, &P->piece_cap, total + 1, 1) ||
+        grow(&P->tmp, &P->tcap, 3 * total + 1, 1))
+        return -1;
+    size_t nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t w = *(const size_t *)((const char *)word + i * stride_el);
+        size_t wl = *(const size_t *)((const char *)wlen + i * stride_el);
+        const unsigned char *t = (const unsigned char *)P->arena + w;
+        size_t k = 0, start = nb;
+        while (k < wl) {
+            size_t cl;
+            int b = char_byte(utf8_cp(t + k, &cl));
+            if (b < 0)
+                break;
+            P->piece[nb++] = (char)b;
+            k += cl;
+        }
+        if (k < wl) { /* not all mapped: the token's own bytes */
+            memcpy(P->piece + start, t, wl);
+            nb = start + wl;
+        }
+    }
+    P->tlen = 0;
+    for (size_t k = 0; k < nb;) {
+        size_t bad, m = utf8_seq((const unsigned char *)P->piece + k, nb - k,
+                                 &bad);
+        if (m) {
+            memcpy(P->tmp + P->tlen, P->piece + k, m);
+            P->tlen += m;
+            k += m;
+        } else {
+            memcpy(P->tmp + P->tlen, "\xEF\xBF\xBD", 3);
+            P->tlen += 3;
+            k += bad;
+        }
+    }
+    P->tmp[P->tlen] = '\0';
+    size_t o = arena_put(P, P->tmp, P->tlen);
+    if (o == (size_t)-1)
+        return -1;
+    *off = o;
+    *len = P->tlen;
+    return 0;
+}
+
 /* tokenizers' WordPiece decoder with cleanup (decode_chain), per token:
  * tokens after the first lose their leading "##" or gain a leading space,
  * then the cleanup replacements run on that token alone; the pieces are
@@ -261,6 +394,8 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
         {" 's", "'s"},     {" 've", "'ve"},   {" 're", "'re"},
     };
     const size_t nrep = sizeof rep / sizeof rep[0];
+    if (P->byte_level)
+        return decode_words_bytes(P, word, wlen, n, stride_el, off, len);
     P->tlen = 0;
     if (grow(&P->tmp, &P->tcap, 1, 1))
         return -1;
@@ -532,6 +667,8 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
             y[c] = y[c] / fs;
     }
 
+    P->byte_level = in->byte_level != 0;
+
     /* gather_pre_entities */
     size_t npre = 0;
     if (grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
@@ -552,9 +689,17 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
         const char *ref = in->text + bs;
         size_t reflen = (size_t)(be - bs);
         pre_entity *pe = &P->pre[npre++];
-        /* WordPiece has a continuing_subword_prefix: a sub-word is a token
-         * whose text is not as long as the span it covers */
-        pe->is_subword = cp_count(tok, toklen) != (size_t)(e - s);
+        if (in->byte_level) {
+            /* no continuing_subword_prefix: HF's fallback rule, a sub-word
+             * is a token neither preceded by nor starting with a space
+             * (sentence[start - 1:start + 1] has no " ") */
+            pe->is_subword = s > 0 && bs > 0 && in->text[bs - 1] != ' ' &&
+                             ((size_t)bs >= in->len || in->text[bs] != ' ');
+        } else {
+            /* WordPiece has a continuing_subword_prefix: a sub-word is a
+             * token whose text is not as long as the span it covers */
+            pe->is_subword = cp_count(tok, toklen) != (size_t)(e - s);
+        }
         size_t o;
         if (in->ids[t] == in->unk_id) {
             o = arena_put(P, ref, reflen);
@@ -872,6 +1017,7 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
             tt.n_labels = C;
             tt.labels = P->labels;
             tt.unk_id = unk;
+            tt.byte_level = bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE;
             rc = tag_window(P, &tt, p, err);
             if (rc) {
                 reset(out);

@@ -59,8 +59,10 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
 {
     const bert_config *c = &cfg->pub;
     size_t H = c->hidden, I = c->intermediate, L = c->layers;
-    size_t C = c->num_labels;
+    size_t C = c->num_labels, E = c->embedding_size;
     int distil = c->is_distilbert;
+    int roberta = c->family == BERT_FAMILY_ROBERTA;
+    int electra = c->family == BERT_FAMILY_ELECTRA;
     int rc = BERT_OK;
     slots S = {0};
     float *buf = NULL;
@@ -77,20 +79,27 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
 
     /* Prefix: "bert." / "distilbert." for the *For* heads and MLM files,
      * none for a bare BertModel; take whichever the file has. */
-    const char *pfx = distil ? "distilbert." : "bert.";
+    const char *pfx = distil    ? "distilbert."
+                      : roberta ? "roberta."
+                      : electra ? "electra."
+                                : "bert.";
     char probe[64];
     snprintf(probe, sizeof probe, "%sembeddings.word_embeddings.weight", pfx);
     S.prefix = bert__st_find(st, probe) ? pfx : "";
 
-    add(&S, &w->word_emb, c->vocab_size, H, 2, 0,
+    add(&S, &w->word_emb, c->vocab_size, E, 2, 0,
         "embeddings.word_embeddings.weight");
-    add(&S, &w->pos_emb, c->max_position, H, 2, 0,
+    add(&S, &w->pos_emb, c->max_position, E, 2, 0,
         "embeddings.position_embeddings.weight");
     if (!distil)
-        add(&S, &w->type_emb, c->type_vocab, H, 2, 0,
+        add(&S, &w->type_emb, c->type_vocab, E, 2, 0,
             "embeddings.token_type_embeddings.weight");
-    add(&S, &w->emb_ln_w, H, 0, 1, 0, "embeddings.LayerNorm.weight");
-    add(&S, &w->emb_ln_b, H, 0, 1, 0, "embeddings.LayerNorm.bias");
+    add(&S, &w->emb_ln_w, E, 0, 1, 0, "embeddings.LayerNorm.weight");
+    add(&S, &w->emb_ln_b, E, 0, 1, 0, "embeddings.LayerNorm.bias");
+    if (electra && E != H) {
+        add(&S, &w->emb_proj_w, H, E, 2, 0, "embeddings_project.weight");
+        add(&S, &w->emb_proj_b, H, 0, 1, 0, "embeddings_project.bias");
+    }
     for (size_t l = 0; l < L; l++) {
         bert_layer_w *y = &w->layers[l];
         if (distil) {
@@ -147,8 +156,10 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
         }
     }
     /* Pooler: required by BertForSequenceClassification, used by BertModel
-     * when the file has it, ignored by token models. */
-    if (!distil && c->task != BERT_TASK_TOKEN) {
+     * and RobertaModel when the file has it, ignored by token models (and
+     * RobertaFor*, built with add_pooling_layer=False); ELECTRA has none. */
+    if ((c->family == BERT_FAMILY_BERT && c->task != BERT_TASK_TOKEN) ||
+        (roberta && c->task == BERT_TASK_BASE)) {
         int opt = c->task == BERT_TASK_BASE;
         add(&S, &w->pool_w, H, H, 2, opt, "pooler.dense.weight");
         add(&S, &w->pool_b, H, 0, 1, opt, "pooler.dense.bias");
@@ -159,7 +170,13 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
         add(&S, &w->pool_w, H, H, 2, 0, "pre_classifier.weight");
         add(&S, &w->pool_b, H, 0, 1, 0, "pre_classifier.bias");
     }
-    if (c->task != BERT_TASK_BASE) {
+    if ((roberta || electra) && c->task == BERT_TASK_SEQUENCE) {
+        /* RobertaClassificationHead / ElectraClassificationHead */
+        add(&S, &w->pool_w, H, H, 2, 0, "classifier.dense.weight");
+        add(&S, &w->pool_b, H, 0, 1, 0, "classifier.dense.bias");
+        add(&S, &w->cls_w, C, H, 2, 0, "classifier.out_proj.weight");
+        add(&S, &w->cls_b, C, 0, 1, 0, "classifier.out_proj.bias");
+    } else if (c->task != BERT_TASK_BASE) {
         add(&S, &w->cls_w, C, H, 2, 0, "classifier.weight");
         add(&S, &w->cls_b, C, 0, 1, 0, "classifier.bias");
     }

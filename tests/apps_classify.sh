@@ -1,7 +1,7 @@
 #!/bin/sh
 # bert-classify end to end.
 #  1. Labels and scores equal bert-infer's on the sequence-classification
-#     fixtures (texts.txt turned into a CSV with a text and a pair column):
+#     fixtures, RoBERTa and ELECTRA included (texts.txt turned into a CSV with a text and a pair column):
 #     with the same batches (--batch 1, 3, 32 with --window equal to
 #     --batch, so batches of consecutive rows as bert-infer's) bit for bit;
 #     in other batches (other sizes, or length-sorted ones) the engine's sums
@@ -43,26 +43,29 @@ same1() {
 }
 
 # ---- 1. parity with bert-infer ------------------------------------------
-for m in bert-seq-uncased distilbert-seq-uncased bert-seq-multilingual; do
-    [ -f "$FIX/$m/config.json" ] || { echo "note: $m absent, skipped"; continue; }
-    "$TOOL" fromlines < "$FIX/$m/texts.txt" > "$tmp/$m.csv"
-    "$INFER" --model "$FIX/$m" < "$FIX/$m/texts.txt" > "$tmp/$m.infer" ||
+for mp in fixtures/bert-seq-uncased fixtures/distilbert-seq-uncased \
+    fixtures/bert-seq-multilingual fixtures-roberta-electra/roberta-seq \
+    fixtures-roberta-electra/electra-seq; do
+    m=${mp##*/} d=$SHARED_DIR/$mp
+    [ -f "$d/config.json" ] || { echo "note: $m absent, skipped"; continue; }
+    "$TOOL" fromlines < "$d/texts.txt" > "$tmp/$m.csv"
+    "$INFER" --model "$d" < "$d/texts.txt" > "$tmp/$m.infer" ||
         { die "bert-infer failed on $m"; continue; }
     infer_label_prob , < "$tmp/$m.infer" > "$tmp/$m.want"
     n_want=$(wc -l < "$tmp/$m.want")
     [ "$n_want" -gt 0 ] || die "$m: no bert-infer output"
     for b in 1 3 32; do
-        "$CLS" --model "$FIX/$m" --column text --pair-column pair --batch $b --window $b \
+        "$CLS" --model "$d" --column text --pair-column pair --batch $b --window $b \
             "$tmp/$m.csv" > "$tmp/$m.$b.csv" 2> "$tmp/$m.$b.err" ||
             { die "$m --batch $b: exit $?: $(cat "$tmp/$m.$b.err")"; continue; }
         classify_ls < "$tmp/$m.$b.csv" > "$tmp/$m.$b.got"
-        "$INFER" --model "$FIX/$m" --batch $b < "$FIX/$m/texts.txt" | infer_label_prob , > "$tmp/$m.$b.want"
+        "$INFER" --model "$d" --batch $b < "$d/texts.txt" | infer_label_prob , > "$tmp/$m.$b.want"
         cmp -s "$tmp/$m.$b.want" "$tmp/$m.$b.got" ||
             die "$m --batch $b --window $b: labels/scores differ from bert-infer --batch $b: $(diff "$tmp/$m.$b.want" "$tmp/$m.$b.got" | head -5)"
         same_ls "$tmp/$m.want" "$tmp/$m.$b.got" ||
             die "$m --batch $b: labels differ from bert-infer's default batch, or scores by more than 1e-6"
         # the default window: length-sorted batches
-        "$CLS" --model "$FIX/$m" --column text --pair-column pair --batch $b \
+        "$CLS" --model "$d" --column text --pair-column pair --batch $b \
             "$tmp/$m.csv" 2> "$tmp/$m.$b.err" | classify_ls > "$tmp/$m.$b.sorted" ||
             die "$m --batch $b (sorted): exit $?: $(cat "$tmp/$m.$b.err")"
         same_ls "$tmp/$m.want" "$tmp/$m.$b.sorted" ||

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bert-infer end to end (the CLI contract of issue 3): on every fixture of
-# $SHARED_DIR/fixtures, the JSON line for each line of texts.txt carries the
+# $SHARED_DIR/fixtures and fixtures-roberta-electra, the JSON line for each line of texts.txt carries the
 # contract's keys, the expected ids, and logits / probs / labels / pooler /
 # last_hidden_state within 1e-4 (tests/infer_check), for --batch 1, 7, the
 # default, --threads 1 and 2, with and without --hidden; invalid UTF-8 lines
@@ -23,7 +23,8 @@ run() {
 }
 
 n_fix=0
-for fix in "$FIXTURES"/*/; do
+# the RoBERTa and ELECTRA fixtures live in a folder of their own
+for fix in "$FIXTURES"/*/ "$SHARED_DIR"/fixtures-roberta-electra/*/; do
     fix=${fix%/}
     [ -f "$fix/expected.json" ] && [ -f "$fix/texts.txt" ] || continue
     n_fix=$((n_fix + 1))

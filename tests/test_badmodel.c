@@ -339,6 +339,9 @@ static void test_config(void)
         {"unsupported architecture", "architectures",
          json_pack("[s]", "BertForQuestionAnswering"), BERT_EUNSUPPORTED,
          "BertForQuestionAnswering"},
+        {"architecture of another family", "architectures",
+         json_pack("[s]", "RobertaForSequenceClassification"), BERT_EFORMAT,
+         "contradicts"},
         {"hidden_act swish", "hidden_act", json_string("swish"),
          BERT_EUNSUPPORTED, "swish"},
         {"unknown problem_type", "problem_type", json_string("ranking"),
@@ -346,22 +349,22 @@ static void test_config(void)
     };
     config_cases(cc, sizeof cc / sizeof cc[0], "config.json");
     mkcase(d, sizeof d);
-    config_edit(d, "model_type", json_string("roberta"));
+    config_edit(d, "model_type", json_string("albert"));
     config_edit(d, "architectures", NULL);
     {
         /* config_edit restarts from the fixture: do both edits at once. */
         char p[8300];
         snprintf(p, sizeof p, "%s/config.json", src);
         json_t *j = json_load_file(p, 0, NULL);
-        json_object_set_new(j, "model_type", json_string("roberta"));
+        json_object_set_new(j, "model_type", json_string("albert"));
         json_object_del(j, "architectures");
         char *s = json_dumps(j, 0);
         put(d, "config.json", s, strlen(s));
         free(s);
         json_decref(j);
     }
-    expect("model_type roberta", d, 0, BERT_EUNSUPPORTED, "config.json",
-           "roberta");
+    expect("model_type albert", d, 0, BERT_EUNSUPPORTED, "config.json",
+           "albert");
 }
 
 static void test_safetensors(void)

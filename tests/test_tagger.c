@@ -199,7 +199,7 @@ static int run_aggregate(const char *dir, json_t *expected, json_t *ents)
                     json_array_get(json_array_get(lj, t), c));
         }
         bert_tag_tokens in = {text, len, n, ids, tokens, offs, boffs, mask,
-                              logits, C, labels, unk};
+                              logits, C, labels, unk, 0};
         for (size_t s = 0; s < sizeof strategies / sizeof *strategies; s++) {
             bert_tag_params p = bert_tag_default_params();
             bert_error err;
@@ -267,8 +267,78 @@ static int run_output(json_t *ents, const char *strategy, const char *file)
     return 0;
 }
 
+/* Byte-level BPE tokens (RoBERTa, no "##"): HF's fallback rule makes a
+ * token a sub-word when neither it nor the character before it is a space
+ * (so "!" joins "wörld"), and words are decoded from the bytes (a leading
+ * space included, as convert_tokens_to_string does).  Needs no files. */
+static void byte_level_case(void)
+{
+    static const char text[] = "Hello w\xc3\xb6rld!";
+    const int32_t ids[] = {0, 31414, 885, 7487, 8476, 328, 2};
+    const char *const toks[] = {"<s>", "Hello", "\xc4\xa0w", "\xc3\x83\xc2\xb6", "rld",
+                                "!", "</s>"};
+    const int64_t offs[] = {0, 0, 0, 5, 6, 7, 7, 8, 8, 11, 11, 12, 0, 0};
+    const int64_t boffs[] = {0, 0, 0, 5, 6, 7, 7, 9, 9, 12, 12, 13, 0, 0};
+    const int32_t mask[] = {1, 0, 0, 0, 0, 0, 1};
+    const char *const labels[] = {"O", "B-PER", "I-PER"};
+    const float logits[] = {0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 5,
+                            0, 0, 5, 5, 0, 0, 0, 0, 0};
+    bert_tag_tokens in = {text, sizeof text - 1, 7, ids, toks, offs, boffs, mask,
+                          logits, 3, labels, 3, 1};
+    static const struct {
+        bert_aggregation agg;
+        size_t n;
+        const char *word[3];
+        int64_t start[3], end[3];
+    } want[] = {
+        {BERT_AGG_NONE, 3, {"\xc4\xa0w", "\xc3\x83\xc2\xb6", "rld"}, {6, 7, 8}, {7, 8, 11}},
+        {BERT_AGG_SIMPLE, 1, {" w\xc3\xb6rld"}, {6}, {11}},
+        {BERT_AGG_FIRST, 1, {" w\xc3\xb6rld!"}, {6}, {12}},
+        {BERT_AGG_MAX, 1, {" w\xc3\xb6rld!"}, {6}, {12}},
+    };
+    bert_tag_result *r = bert_tag_result_create();
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        bert_tag_params p = bert_tag_default_params();
+        bert_error err;
+        p.aggregation = want[k].agg;
+        checks++;
+        if (bert_tag_aggregate(&in, &p, r, &err) || r->n != want[k].n) {
+            fprintf(stderr, "FAIL byte-level %d: %zu entities\n", (int)want[k].agg,
+                    r ? r->n : 0);
+            failures++;
+            continue;
+        }
+        for (size_t i = 0; i < r->n; i++) {
+            checks++;
+            if (strcmp(r->entities[i].word, want[k].word[i]) != 0 ||
+                r->entities[i].start != want[k].start[i] ||
+                r->entities[i].end != want[k].end[i]) {
+                fprintf(stderr, "FAIL byte-level %d entity %zu: \"%s\" [%lld,%lld)\n",
+                        (int)want[k].agg, i, r->entities[i].word,
+                        (long long)r->entities[i].start, (long long)r->entities[i].end);
+                failures++;
+            }
+        }
+    }
+    /* invalid UTF-8 from split tokens decodes to U+FFFD */
+    const char *const toks2[] = {"<s>", "Hello", "\xc4\xa0w", "\xc3\x83", "rld", "!", "</s>"};
+    in.tokens = toks2;
+    bert_tag_params p = bert_tag_default_params();
+    bert_error err;
+    p.aggregation = BERT_AGG_SIMPLE;
+    checks++;
+    if (bert_tag_aggregate(&in, &p, r, &err) || r->n != 1 ||
+        strcmp(r->entities[0].word, " w\xef\xbf\xbdrld") != 0) {
+        fprintf(stderr, "FAIL byte-level lossy decode: \"%s\"\n", r->n ? r->entities[0].word : "");
+        failures++;
+    }
+    bert_tag_result_free(r);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 1)
+        byte_level_case();
     const char *shared = getenv("SHARED_DIR");
     char dir[2048];
     snprintf(dir, sizeof dir, "%s/fixtures/bert-token-cased",

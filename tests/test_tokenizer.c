@@ -462,9 +462,12 @@ static void test_load_dirs(void)
     remove(path);
     /* tokenizer.json of another kind is refused */
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}");
+    write_file(path, "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}");
     CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "BPE"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "WordLevel"));
+    write_file(path, "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "Unigram"));
     write_file(path, "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},\n"
                      " \"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": null}");
     CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
@@ -492,6 +495,183 @@ static void test_load_dirs(void)
     bert_encoding_free(NULL);
 }
 
+/* ---- byte-level BPE ---------------------------------------------------- */
+
+/* A tiny RoBERTa-style vocabulary ("\u0120" is the byte-level space). */
+static const char BPE_VOCAB[] =
+    "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3, \"h\": 4, \"e\": 5, \"l\": 6,"
+    " \"o\": 7, \"\u0120\": 8, \"w\": 9, \"r\": 10, \"d\": 11, \"he\": 12, \"ll\": 13,"
+    " \"hell\": 14, \"hello\": 15, \"\u0120w\": 16, \"\u0120wo\": 17, \"<mask>\": 18, \"!\": 19,"
+    " \"\u0120wor\": 20, \"or\": 21}";
+static const char BPE_MERGES[] = "#version: 0.2\nh e\nl l\nhe ll\nhell o\n\u0120 w\n\u0120w o\n"
+                                 "o r\n\u0120wo r\n";
+
+/* Writes dir/vocab.json and dir/merges.txt (NULL = the tiny ones) and
+ * dir/tokenizer_config.json when cfg is non-NULL; returns the load status. */
+static int load_bpe(const char *dir, const char *vocab, const char *merges, const char *cfg,
+                    bert_tokenizer **t, bert_error *err)
+{
+    char path[320];
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    write_file(path, vocab ? vocab : BPE_VOCAB);
+    snprintf(path, sizeof path, "%s/merges.txt", dir);
+    write_file(path, merges ? merges : BPE_MERGES);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    if (cfg)
+        write_file(path, cfg);
+    else
+        remove(path);
+    return bert_tokenizer_load(dir, t, err);
+}
+
+/* Offsets of the last encoding as "s,e s,e ..." (code points). */
+static const char *offsets_of(void)
+{
+    static char buf[4096];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < enc->n && n + 48 < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, i ? " %lld,%lld" : "%lld,%lld",
+                              (long long)enc->offsets[2 * i], (long long)enc->offsets[2 * i + 1]);
+    return buf;
+}
+
+static void test_bpe(void)
+{
+    char dir[256];
+    bert_tokenizer *t = NULL;
+    bert_error err;
+    snprintf(dir, sizeof dir, "%s/bpe", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(load_bpe(dir, NULL, NULL, NULL, &t, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_CLS), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_PAD), 1);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_SEP), 2);
+    CU_ASSERT_EQUAL(bert_tokenizer_special(t, BERT_TOKEN_MASK), 18);
+    CU_ASSERT_EQUAL(bert_tokenizer_get_kind(t), BERT_TOKENIZER_BPE);
+    CU_ASSERT_EQUAL(bert_tokenizer_lowercase(t), 0);
+    CU_ASSERT_EQUAL(bert_tokenizer_strip_accents(t), 0);
+    /* merges by rank: (Ġ w) then (Ġw o) before (o r), then (Ġwo r);
+     * trim_offsets leaves the space out of Ġwor's span */
+    CHECK_TOKENS(t, "hello world!", "<s> hello \u0120wor l d ! </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,5 6,9 9,10 10,11 11,12 0,0");
+    CU_ASSERT_EQUAL(enc->word_ids[3], 1);
+    CU_ASSERT_EQUAL(enc->word_ids[4], 1);
+    /* <mask> absorbs the spaces before it (lstrip) */
+    CHECK_TOKENS(t, "hello  <mask>!", "<s> hello <mask> ! </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,5 5,13 13,14 0,0");
+    /* a byte the vocabulary lacks is dropped (no unk_token in the model):
+     * its neighbours merge, and offsets are the running sum of the kept
+     * symbols' lengths, as in the reference's Word::get_offsets */
+    CHECK_TOKENS(t, "hez", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
+    CHECK_TOKENS(t, "hze", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
+    CHECK_TOKENS(t, "zhe", "<s> he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,2 0,0");
+    /* pairs: <s> A </s></s> B </s>, all type ids 0 */
+    CU_ASSERT_EQUAL(encode_n(t, "hello", 5, "world", 5, NULL, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(t), "<s> hello </s> </s> w or l d </s>");
+    for (size_t i = 0; i < enc->n; i++)
+        CU_ASSERT_EQUAL(enc->type_ids[i], 0);
+    CU_ASSERT_EQUAL(enc->seq_ids[4], 1);
+    /* truncation counts the four added tokens */
+    bert_encode_params prm = bert_encode_default_params();
+    prm.max_length = 7;
+    prm.pad_to = 9;
+    CU_ASSERT_EQUAL(encode_n(t, "hello", 5, "world", 5, &prm, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(t), "<s> hello </s> </s> w or </s> <pad> <pad>");
+    CU_ASSERT_EQUAL(enc->n_overflow_second, 2);
+    CU_ASSERT_EQUAL(enc->attention_mask[7], 0);
+    bert_tokenizer_free(t);
+    /* add_prefix_space from tokenizer_config.json */
+    CU_ASSERT_EQUAL_FATAL(
+        load_bpe(dir, NULL, NULL, "{\"add_prefix_space\": true, \"model_max_length\": 9}", &t,
+                 &err),
+        BERT_OK);
+    CU_ASSERT_EQUAL(bert_tokenizer_model_max_length(t), 9);
+    CHECK_TOKENS(t, "world", "<s> \u0120wor l d </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,3 3,4 4,5 0,0");
+    bert_tokenizer_free(t);
+    /* the prefix space alone shares the first character's span (seen
+     * without trim_offsets); "\n" has no token in this vocabulary */
+    CU_ASSERT_EQUAL_FATAL(
+        load_bpe(dir, NULL, NULL, "{\"add_prefix_space\": true, \"trim_offsets\": false}", &t,
+                 &err),
+        BERT_OK);
+    CHECK_TOKENS(t, "\nhe", "<s> \u0120 he </s>");
+    CU_ASSERT_STRING_EQUAL(offsets_of(), "0,0 0,1 1,3 0,0");
+    CHECK_TOKENS(t, "hello  world", "<s> \u0120 hello \u0120 \u0120wor l d </s>");
+    bert_tokenizer_free(t);
+    /* the encoding's cache of merge results never serves another
+     * tokenizer's results (here: the same vocabulary without "h e") */
+    CU_ASSERT_EQUAL_FATAL(load_bpe(dir, NULL, "l l\n", NULL, &t, &err), BERT_OK);
+    CHECK_TOKENS(t, "hez", "<s> h e </s>");
+    bert_tokenizer_free(t);
+
+    /* bad files are refused with a message naming the problem */
+    CU_ASSERT_EQUAL(load_bpe(dir, "[\"h\", \"e\"]", NULL, NULL, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NULL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "JSON object"));
+    CU_ASSERT_EQUAL(load_bpe(dir, "{\"h\": \"one\"}", NULL, NULL, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "no valid id"));
+    CU_ASSERT_EQUAL(load_bpe(dir, NULL, "h e\nh x\n", NULL, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "not in the vocabulary"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "merges.txt"));
+    CU_ASSERT_EQUAL(load_bpe(dir, NULL, "h e\nh o\n", NULL, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "\"ho\""));
+    CU_ASSERT_EQUAL(load_bpe(dir, NULL, "h e x\n", NULL, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "merges.txt:1"));
+    /* tokenizer.json of the BPE kind: the same pipeline; a model without
+     * "type" (2020 files) is recognised by its merges */
+    char path[512];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    write_file(path, "{\"added_tokens\": [{\"id\": 18, \"content\": \"<mask>\", \"lstrip\": true}],"
+                     " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\","
+                     " \"add_prefix_space\": false, \"trim_offsets\": true},"
+                     " \"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"</s>\", 2],"
+                     " \"cls\": [\"<s>\", 0], \"trim_offsets\": true, \"add_prefix_space\": false},"
+                     " \"model\": {\"vocab\": {\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"h\": 4,"
+                     " \"e\": 5, \"he\": 6, \"<mask>\": 18}, \"merges\": [\"h e\"]}}");
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
+    CHECK_TOKENS(t, "he <mask>", "<s> he <mask> </s>");
+    bert_tokenizer_free(t);
+    /* single_word: an added token inside a word is not matched */
+    write_file(path, "{\"added_tokens\": [{\"id\": 7, \"content\": \"eh\", \"single_word\": true}],"
+                     " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"
+                     " \"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"</s>\", 2],"
+                     " \"cls\": [\"<s>\", 0]}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0,"
+                     " \"<pad>\": 1, \"</s>\": 2, \"h\": 4, \"e\": 5, \"he\": 6, \"\u0120\": 8},"
+                     " \"merges\": [\"h e\"]}}");
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(dir, &t, &err), BERT_OK);
+    CHECK_TOKENS(t, "eh heh eh", "<s> eh \u0120 he h \u0120 eh </s>");
+    bert_tokenizer_free(t);
+    write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"h\": 0},"
+                     " \"merges\": [[\"h\", \"q\"]]}, \"normalizer\": null,"
+                     " \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"
+                     " \"post_processor\": {\"type\": \"RobertaProcessing\"}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "not in the vocabulary"));
+    write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"h\": 0}, \"merges\": []},"
+                     " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\"}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "Metaspace"));
+    write_file(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": [\"h\"], \"merges\": []},"
+                     " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\"},"
+                     " \"post_processor\": {\"type\": \"RobertaProcessing\"}}");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(dir, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "JSON object"));
+    remove(path);
+    /* XLM-R's SentencePiece model alone is refused, not mistaken for absent */
+    char sdir[300];
+    snprintf(sdir, sizeof sdir, "%s/spm", tmpdir);
+    mkdir(sdir, 0700);
+    snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", sdir);
+    write_file(path, "x");
+    CU_ASSERT_EQUAL(bert_tokenizer_load(sdir, &t, &err), BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "SentencePiece"));
+}
+
 /* ---- runner ------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -511,6 +691,7 @@ int main(int argc, char **argv)
         {"invalid_utf8", test_invalid_utf8},
         {"megabyte_lines", test_megabyte_lines},
         {"load_dirs", test_load_dirs},
+        {"bpe", test_bpe},
     };
     return tu_run_suite("tokenizer", setup, teardown, tests,
                         sizeof tests / sizeof tests[0], argc, argv);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -86,8 +87,9 @@ static void print_text(const char *s, size_t len)
 static void corpus_case(const char *name, const char *vocab_kind)
 {
     char path[4096];
-    const char *vdir = strcmp(vocab_kind, "uncased") == 0 ? "bert-base-uncased"
-                                                           : "bert-base-multilingual-cased";
+    const char *vdir = strcmp(vocab_kind, "uncased") == 0   ? "bert-base-uncased"
+                       : strcmp(vocab_kind, "roberta") == 0 ? "roberta-base"
+                                                            : "bert-base-multilingual-cased";
     snprintf(path, sizeof path, "%s/vocab/%s", shared_dir, vdir);
     bert_tokenizer *t;
     bert_error err;
@@ -198,6 +200,66 @@ CORPUS_TEST(nasty, uncased)
 CORPUS_TEST(nasty, mcased)
 CORPUS_TEST(codepoints, uncased)
 CORPUS_TEST(codepoints, mcased)
+CORPUS_TEST(en, roberta)
+CORPUS_TEST(multi, roberta)
+CORPUS_TEST(nasty, roberta)
+
+/* roberta-base rebuilt from vocab.json + merges.txt (no tokenizer.json):
+ * the same ids and offsets on the nasty lines. */
+static void test_roberta_files(void)
+{
+    char path[4096], tmp[] = "/tmp/libbert-bpe-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmp));
+    static const char *const files[] = {"vocab.json", "merges.txt"};
+    char *abs = realpath(shared_dir, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(abs);
+    for (int i = 0; i < 2; i++) {
+        char dst[4200];
+        snprintf(path, sizeof path, "%s/vocab/roberta-base/%s", abs, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", tmp, files[i]);
+        if (symlink(path, dst) != 0)
+            CU_FAIL_FATAL("symlink");
+    }
+    free(abs);
+    bert_tokenizer *a, *b;
+    bert_error err;
+    snprintf(path, sizeof path, "%s/vocab/roberta-base", shared_dir);
+    CU_ASSERT_EQUAL_FATAL(bert_tokenizer_load(path, &a, &err), BERT_OK);
+    if (bert_tokenizer_load(tmp, &b, &err)) {
+        fprintf(stderr, "%s\n", err.text);
+        CU_FAIL_FATAL("load vocab.json + merges.txt");
+    }
+    size_t tlen;
+    snprintf(path, sizeof path, "%s/corpus/nasty.txt", shared_dir);
+    char *text = tu_read_file(path, &tlen);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    bert_encoding *ea = bert_encoding_create(), *eb = bert_encoding_create();
+    size_t bad = 0, lines = 0;
+    for (size_t s = 0; s < tlen;) {
+        char *nl = memchr(text + s, '\n', tlen - s);
+        size_t e = nl ? (size_t)(nl - text) : tlen;
+        int ra = bert_tokenizer_encode(a, text + s, e - s, NULL, 0, NULL, ea, &err);
+        int rb = bert_tokenizer_encode(b, text + s, e - s, NULL, 0, NULL, eb, &err);
+        lines++;
+        if (ra != rb || ea->n != eb->n || memcmp(ea->ids, eb->ids, ea->n * sizeof *ea->ids) ||
+            memcmp(ea->offsets, eb->offsets, 2 * ea->n * sizeof *ea->offsets))
+            bad++;
+        s = e + 1;
+    }
+    fprintf(stderr, "  vocab.json + merges.txt: %zu/%zu nasty lines as tokenizer.json\n",
+            lines - bad, lines);
+    CU_ASSERT_EQUAL(bad, 0);
+    bert_encoding_free(ea);
+    bert_encoding_free(eb);
+    bert_tokenizer_free(a);
+    bert_tokenizer_free(b);
+    free(text);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        unlink(path);
+    }
+    rmdir(tmp);
+}
 
 /* ---- fixtures ---------------------------------------------------------- */
 
@@ -337,14 +399,17 @@ static void fixture_dir(const char *dir, size_t *n_ex, size_t *n_bad)
     bert_tokenizer_free(t);
 }
 
-static void test_fixtures(void)
+/* Every fixture directory of one folder; returns the number of
+ * directories (0 when the folder is absent). */
+static size_t fixture_folder(const char *folder, size_t *n_ex, size_t *n_bad)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/fixtures", shared_dir);
+    snprintf(path, sizeof path, "%s/%s", shared_dir, folder);
     DIR *d = opendir(path);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    if (!d)
+        return 0;
     struct dirent *de;
-    size_t n_dirs = 0, n_ex = 0, n_bad = 0;
+    size_t n_dirs = 0;
     while ((de = readdir(d))) {
         char sub[4600];
         struct stat st;
@@ -355,12 +420,21 @@ static void test_fixtures(void)
             continue;
         snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
         n_dirs++;
-        fixture_dir(sub, &n_ex, &n_bad);
+        fixture_dir(sub, n_ex, n_bad);
     }
     closedir(d);
+    return n_dirs;
+}
+
+static void test_fixtures(void)
+{
+    size_t n_ex = 0, n_bad = 0;
+    size_t n_dirs = fixture_folder("fixtures", &n_ex, &n_bad);
+    CU_ASSERT(n_dirs >= 5);
+    /* the RoBERTa and ELECTRA fixtures live in a folder of their own */
+    n_dirs += fixture_folder("fixtures-roberta-electra", &n_ex, &n_bad);
     fprintf(stderr, "  fixtures: %zu/%zu examples identical in %zu directories\n", n_ex - n_bad,
             n_ex, n_dirs);
-    CU_ASSERT(n_dirs >= 5);
     CU_ASSERT(n_ex > 0);
     CU_ASSERT_EQUAL(n_bad, 0);
 }
@@ -395,6 +469,10 @@ int main(int argc, char **argv)
         {"nasty_mcased", test_nasty_mcased},
         {"codepoints_uncased", test_codepoints_uncased},
         {"codepoints_mcased", test_codepoints_mcased},
+        {"en_roberta", test_en_roberta},
+        {"multi_roberta", test_multi_roberta},
+        {"nasty_roberta", test_nasty_roberta},
+        {"roberta_files", test_roberta_files},
     };
     return tu_run_suite("parity", NULL, NULL, tests,
                         sizeof tests / sizeof tests[0], argc, argv);

@@ -577,6 +577,54 @@ static void test_model_grad_seq_drop(void) { model_gradcheck(BERT_TRAIN_SEQUENCE
 static void test_model_grad_tok(void) { model_gradcheck(BERT_TRAIN_TOKEN, "relu", 0.1f); }
 static void test_model_grad_mlm(void) { model_gradcheck(BERT_TRAIN_MLM, "gelu", 0.1f); }
 
+/* RoBERTa: positions from pad_token_id + 1 (here 2), one token type, the
+ * sequence head's extra dropout before its dense layer. */
+static void roberta_gradcheck(bert_train_task task, float drop)
+{
+    static const int32_t types[10] = {0};
+    /* fourth-order differences: second-order ones miss by 7% on one
+     * small output-dense gradient of this draw (truncation error) */
+    static const tr_fd fd = {1, 1e-2f, 1e-3, 1.0};
+    const char *cfg = tr_write_config(
+        "grad-roberta",
+        "{\"architectures\":[\"RobertaForSequenceClassification\"],"
+        "\"model_type\":\"roberta\",\"vocab_size\":13,\"hidden_size\":6,"
+        "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
+        "\"max_position_embeddings\":9,\"type_vocab_size\":1,"
+        "\"layer_norm_eps\":1e-5,\"hidden_dropout_prob\":%g,"
+        "\"attention_probs_dropout_prob\":%g,\"initializer_range\":0.5,"
+        "\"pad_token_id\":1}",
+        drop, drop);
+    tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
+}
+
+/* ELECTRA: embeddings of width E = 4 projected to H = 6 by
+ * embeddings_project; the sequence head's dense + exact GELU. */
+static void electra_gradcheck(bert_train_task task, float drop)
+{
+    static const int32_t types[10] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 0};
+    static const tr_fd fd = {1, 1e-2f, 1e-3, 1.0};
+    const char *cfg = tr_write_config(
+        "grad-electra",
+        "{\"architectures\":[\"ElectraForSequenceClassification\"],"
+        "\"model_type\":\"electra\",\"vocab_size\":13,\"embedding_size\":4,"
+        "\"hidden_size\":6,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
+        "\"max_position_embeddings\":9,\"type_vocab_size\":2,"
+        "\"layer_norm_eps\":1e-5,\"hidden_dropout_prob\":%g,"
+        "\"attention_probs_dropout_prob\":%g,\"initializer_range\":0.5,"
+        "\"pad_token_id\":0}",
+        drop, drop);
+    tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
+}
+
+static void test_model_grad_electra_seq(void) { electra_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
+static void test_model_grad_electra_tok(void) { electra_gradcheck(BERT_TRAIN_TOKEN, 0.1f); }
+
+static void test_model_grad_roberta_seq(void) { roberta_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
+static void test_model_grad_roberta_tok(void) { roberta_gradcheck(BERT_TRAIN_TOKEN, 0.1f); }
+
 /* The tiny task (trainutil.h) without dropout or token types. */
 static void test_learns_tiny(void)
 {
@@ -637,6 +685,86 @@ static void test_fixture_forward(void)
     tr_fixture_free(&fx);
 }
 
+/* RoBERTa: the trainer's forward equals the roberta-seq fixture's logits
+ * (positions from padding_idx + 1, classifier.dense / out_proj); a few
+ * fine-tuning steps, saved, reload through bert_model_load with the same
+ * logits; the MLM task is refused with a message. */
+static void test_fixture_roberta(void)
+{
+    tr_fixture fx;
+    if (!tr_fixture_load(&fx, "../fixtures-roberta-electra/roberta-seq"))
+        return;
+    size_t B = fx.B, C = fx.C;
+    bert_train_params p = bert_train_default_params();
+    p.task = BERT_TRAIN_SEQUENCE;
+    bert_trainer *t = tr_trainer_create(fx.dir, NULL, &p);
+    bert_error err;
+    float *got = malloc(B * C * 4);
+    double worst = tr_fixture_predict(t, &fx, got);
+    printf("\n  roberta-seq: trainer forward vs expected logits: max |diff| "
+           "%.3g over %zu texts\n", worst, B);
+    CU_ASSERT(worst <= 1e-4);
+    int32_t *lab = calloc(B, sizeof *lab);
+    for (size_t b = 0; b < B; b++)
+        lab[b] = (int32_t)(b % 2);
+    tr_fixture_finetune(t, &fx, lab, got);
+    char out[512];
+    snprintf(out, sizeof out, "%s/saved-roberta", tr_tmp);
+    mkdir(out, 0755);
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_save(t, out, &err), 0);
+    double worst2 =
+        tr_reload_by_inference(&fx, out, BERT_TRAIN_SEQUENCE, 0, C, got);
+    printf("  roberta-seq fine-tuned, saved, reloaded by bert_model_load: max "
+           "|diff| %.3g\n", worst2);
+    CU_ASSERT(worst2 <= 1e-5);
+    free(lab);
+    free(got);
+    bert_trainer_free(t);
+    /* the MLM task is refused with a message */
+    bert_trainer *t2 = NULL;
+    p.task = BERT_TRAIN_MLM;
+    CU_ASSERT_EQUAL(bert_trainer_create(fx.dir, NULL, &p, &t2, &err),
+                    BERT_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "mlm"));
+    tr_fixture_free(&fx);
+}
+
+/* ELECTRA: the same on electra-seq (embedding_size 32 != hidden 64, so the
+ * trainer's embeddings_project is exercised). */
+static void test_fixture_electra(void)
+{
+    tr_fixture fx;
+    if (!tr_fixture_load(&fx, "../fixtures-roberta-electra/electra-seq"))
+        return;
+    size_t B = fx.B, C = fx.C;
+    bert_train_params p = bert_train_default_params();
+    p.task = BERT_TRAIN_SEQUENCE;
+    bert_trainer *t = tr_trainer_create(fx.dir, NULL, &p);
+    bert_error err;
+    float *got = malloc(B * C * 4);
+    double worst = tr_fixture_predict(t, &fx, got);
+    printf("\n  electra-seq: trainer forward vs expected logits: max |diff| "
+           "%.3g over %zu texts\n", worst, B);
+    CU_ASSERT(worst <= 1e-4);
+    int32_t *lab = calloc(B, sizeof *lab);
+    for (size_t b = 0; b < B; b++)
+        lab[b] = (int32_t)(b % 2);
+    tr_fixture_finetune(t, &fx, lab, got);
+    char out[512];
+    snprintf(out, sizeof out, "%s/saved-electra", tr_tmp);
+    mkdir(out, 0755);
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_save(t, out, &err), 0);
+    double worst2 =
+        tr_reload_by_inference(&fx, out, BERT_TRAIN_SEQUENCE, 0, C, got);
+    printf("  electra-seq fine-tuned, saved, reloaded by bert_model_load: "
+           "max |diff| %.3g\n", worst2);
+    CU_ASSERT(worst2 <= 1e-5);
+    free(lab);
+    free(got);
+    bert_trainer_free(t);
+    tr_fixture_free(&fx);
+}
+
 static void summary(void)
 {
     printf("worst relative error: kernels (double, finite differences) "
@@ -662,6 +790,12 @@ int main(void)
         {"tiny model learns", test_learns_tiny},
         {"deterministic", test_deterministic},
         {"fixture forward", test_fixture_forward},
+        {"model gradient: roberta sequence+dropout", test_model_grad_roberta_seq},
+        {"model gradient: roberta token", test_model_grad_roberta_tok},
+        {"fixture forward: roberta", test_fixture_roberta},
+        {"model gradient: electra sequence+dropout", test_model_grad_electra_seq},
+        {"model gradient: electra token", test_model_grad_electra_tok},
+        {"fixture forward: electra", test_fixture_electra},
         {NULL, NULL}};
     return tr_run("train", tests, summary);
 }

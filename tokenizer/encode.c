@@ -21,6 +21,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* One normalized character of the word being built. */
 typedef struct wchar_ {
@@ -41,6 +42,12 @@ typedef struct enc_priv {
     uint32_t *wmap;   /* byte of wb -> index in w */
     bt_piece *pieces;
     size_t wb_cap;
+    /* byte-level BPE */
+    bt_bpe_scratch bpe;
+    bt_piece *bp;     /* tokens of one piece */
+    size_t bp_cap;
+    uint8_t *seg;     /* a segment with its prefix space (add_prefix_space) */
+    size_t seg_cap;
 } enc_priv;
 
 bert_encode_params bert_encode_default_params(void)
@@ -83,6 +90,11 @@ void bert_encoding_free(bert_encoding *e)
         free(p->wb);
         free(p->wmap);
         free(p->pieces);
+        free(p->bpe.id);
+        free(p->bpe.heap);
+        free(p->bpe.cache);
+        free(p->bp);
+        free(p->seg);
         free(p);
     }
     free(e);
@@ -380,6 +392,242 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
     return flush_word(s);
 }
 
+/* ---- byte-level BPE sequence ------------------------------------------- */
+
+/* Tokens of one pre-tokenizer piece p[0..n) (a word).  p[0] is the virtual
+ * prefix space when virt; the piece's first real byte is at byte ob and
+ * code point oc of the sequence's text.  Each token's span is that of the
+ * characters its bytes belong to; the prefix space shares the span of the
+ * segment's first character, vlen bytes (NormalizedString::prepend).  With
+ * trim_offsets the spaces at a token's ends are left out
+ * (RobertaProcessing's process_offsets, byte arithmetic). */
+static int bpe_piece(seq_state *s, const uint8_t *p, size_t n, int virt, int64_t ob, int64_t oc,
+                     int64_t vlen)
+{
+    enc_priv *pr = s->p;
+    bert_encoding *e = s->e;
+    const bert_tokenizer *t = s->t;
+    const bt_bpe *m = t->bpe;
+    if (n > pr->bp_cap) {
+        size_t cap = pr->bp_cap ? pr->bp_cap : 256;
+        while (cap < n)
+            cap *= 2;
+        GROW(pr->bp, cap);
+        pr->bp_cap = cap;
+    }
+    size_t nt;
+    int rc = bert__bpe_word(t, &pr->bpe, p, n, pr->bp, &nt);
+    if (rc)
+        return rc;
+    if ((rc = enc_reserve(e, e->n + nt)))
+        return rc;
+    int32_t word = s->word++;
+    /* cursors: code points of p[virt..ka) and p[virt..ke) */
+    size_t ka = (size_t)virt, ke = (size_t)virt;
+    int64_t ca = 0, ce_ = 0;
+    for (size_t k = 0; k < nt; k++) {
+        size_t a = pr->bp[k].start, b = pr->bp[k].end;
+        while (a > (size_t)virt && (p[a] & 0xC0) == 0x80)
+            a--;
+        size_t z = b;
+        while (z < n && (p[z] & 0xC0) == 0x80)
+            z++;
+        int64_t bs, be, cs, ce;
+        if (a < (size_t)virt) {
+            bs = ob;
+            cs = oc;
+        } else {
+            for (; ka < a; ka++)
+                ca += (p[ka] & 0xC0) != 0x80;
+            bs = ob + (int64_t)(a - (size_t)virt);
+            cs = oc + ca;
+        }
+        for (; ke < z; ke++)
+            ce_ += (p[ke] & 0xC0) != 0x80;
+        be = ob + (int64_t)(z - (size_t)virt);
+        ce = oc + ce_;
+        if (z <= (size_t)virt) { /* the prefix space alone */
+            be = ob + vlen;
+            ce = oc + 1;
+        }
+        if (m->trim_offsets) {
+            size_t a0 = pr->bp[k].start, lead = 0, trail = 0;
+            while (a0 + lead < b && p[a0 + lead] == ' ')
+                lead++;
+            while (trail < b - a0 && p[b - 1 - trail] == ' ')
+                trail++;
+            int first = e->n == s->start || bs == 0;
+            if (lead > 0 && !(first && m->pp_add_prefix_space && lead == 1)) {
+                int64_t nbs = bs + (int64_t)lead < be ? bs + (int64_t)lead : be;
+                cs = nbs == be ? ce : cs + (nbs - bs);
+                bs = nbs;
+            }
+            if (trail > 0 && be >= (int64_t)trail) {
+                int64_t nbe = be - (int64_t)trail > bs ? be - (int64_t)trail : bs;
+                ce = nbe == bs ? cs : ce - (be - nbe);
+                be = nbe;
+            }
+        }
+        put_token(e, e->n++, pr->bp[k].id, s->type, 0, word, s->seq, cs, ce, bs, be);
+    }
+    note_word_end(s);
+    return BERT_OK;
+}
+
+/* Pre-tokenizes the segment txt[0..len) (between added tokens; at byte ob
+ * and code point oc of the text) and encodes its pieces. */
+static int bpe_segment(seq_state *s, const uint8_t *txt, size_t len, int64_t ob, int64_t oc)
+{
+    enc_priv *pr = s->p;
+    if (len == 0)
+        return BERT_OK;
+    int virt = s->t->bpe->add_prefix_space && txt[0] != ' ';
+    /* byte length of the segment's first character */
+    int64_t vlen = txt[0] < 0xC0 ? 1 : txt[0] < 0xE0 ? 2 : txt[0] < 0xF0 ? 3 : 4;
+    const uint8_t *buf = txt;
+    size_t blen = len;
+    if (virt) {
+        if (len + 1 > pr->seg_cap) {
+            size_t cap = pr->seg_cap ? pr->seg_cap : 1024;
+            while (cap < len + 1)
+                cap *= 2;
+            GROW(pr->seg, cap);
+            pr->seg_cap = cap;
+        }
+        pr->seg[0] = ' ';
+        memcpy(pr->seg + 1, txt, len);
+        buf = pr->seg;
+        blen = len + 1;
+    }
+    size_t i = 0;
+    int64_t cp = 0; /* code points of buf[virt..i) */
+    int rc;
+    while (i < blen) {
+        size_t j = bert__bytelevel_next(buf, blen, i);
+        int v = virt && i == 0;
+        /* the piece's first real byte: after the virtual space */
+        int64_t pob = ob + (int64_t)i - (virt && i > 0 ? 1 : 0);
+        if ((rc = bpe_piece(s, buf + i, j - i, v, pob, oc + cp, vlen)))
+            return rc;
+        for (size_t k = i + (size_t)v; k < j; k++)
+            cp += (buf[k] & 0xC0) != 0x80;
+        i = j;
+    }
+    return BERT_OK;
+}
+
+/* Length of the whitespace character ending at s[i) (i > 0), or 0. */
+static size_t ws_before(const uint8_t *s, size_t i)
+{
+    size_t k = i - 1;
+    while (k > 0 && (s[k] & 0xC0) == 0x80)
+        k--;
+    size_t n;
+    uint32_t c = s[k] < 0x80 ? (n = 1, s[k]) : utf8_get(s + k, &n);
+    return (bert__cp_class(c) & BT_CC_WS) ? i - k : 0;
+}
+
+/* Length of the whitespace character at s[i] (i < len), or 0. */
+static size_t ws_at(const uint8_t *s, size_t i)
+{
+    size_t n;
+    uint32_t c = s[i] < 0x80 ? (n = 1, s[i]) : utf8_get(s + i, &n);
+    return (bert__cp_class(c) & BT_CC_WS) ? n : 0;
+}
+
+/* Rust regex's Unicode \w (Alphabetic, marks, decimal digits, connector
+ * punctuation), approximated by general categories: letters, marks, Nd,
+ * Nl, Pc. */
+static int is_word_cp(uint32_t c)
+{
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* single_word: the match s[a..b) is not inside a word (AddedVocabulary's
+ * ends_with_word / starts_with_word: no \w just before or just after;
+ * the text before is read from lo, the end of the previous match). */
+static int single_word_ok(const uint8_t *s, size_t len, size_t lo, size_t a, size_t b)
+{
+    size_t n;
+    if (a > lo) {
+        size_t k = a - 1;
+        while (k > lo && (s[k] & 0xC0) == 0x80)
+            k--;
+        if (is_word_cp(s[k] < 0x80 ? s[k] : utf8_get(s + k, &n)))
+            return 0;
+    }
+    if (b < len && is_word_cp(s[b] < 0x80 ? s[b] : utf8_get(s + b, &n)))
+        return 0;
+    return 1;
+}
+
+static int64_t count_cp(const uint8_t *s, size_t a, size_t b)
+{
+    int64_t n = 0;
+    for (size_t k = a; k < b; k++)
+        n += (s[k] & 0xC0) != 0x80;
+    return n;
+}
+
+/* One sequence: added tokens found on the raw text (leftmost longest, with
+ * their lstrip/rstrip), the segments between them byte-level BPE'd. */
+static int encode_seq_bpe(seq_state *s, const uint8_t *txt, size_t len)
+{
+    const bert_tokenizer *t = s->t;
+    size_t seg = 0, i = 0;
+    int64_t seg_cp = 0, cp = 0;
+    int rc;
+    while (i < len) {
+        uint8_t b = txt[i];
+        const bt_added *a = t->added_first[b] ? match_added(t, txt + i, len - i) : NULL;
+        if (a && a->single_word && !single_word_ok(txt, len, seg, i, i + a->len)) {
+            /* discarded; the reference's matcher resumes after it */
+            cp += count_cp(txt, i, i + a->len);
+            i += a->len;
+            continue;
+        }
+        if (a) {
+            size_t st = i, en = i + a->len;
+            if (a->lstrip)
+                for (size_t w; st > seg && (w = ws_before(txt, st)) > 0;)
+                    st -= w;
+            if (a->rstrip)
+                for (size_t w; en < len && (w = ws_at(txt, en)) > 0;)
+                    en += w;
+            int64_t cst = cp - count_cp(txt, st, i);
+            if ((rc = bpe_segment(s, txt + seg, st - seg, (int64_t)seg, seg_cp)))
+                return rc;
+            if ((rc = enc_reserve(s->e, s->e->n + 1)))
+                return rc;
+            int64_t cen = cp + count_cp(txt, i, en);
+            put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cst, cen,
+                      (int64_t)st, (int64_t)en);
+            note_word_end(s);
+            i = seg = en;
+            cp = seg_cp = cen;
+            continue;
+        }
+        cp += (b & 0xC0) != 0x80;
+        i++;
+    }
+    return bpe_segment(s, txt + seg, len - seg, (int64_t)seg, seg_cp);
+}
+
 /* ---- truncation (the reference's truncate_encodings) -------------------- */
 
 static int truncate_lengths(size_t max_len, bert_truncation strategy, int has_pair, size_t *n1p,
@@ -488,20 +736,26 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     size_t base = sp ? 1 : 0;
     e->n = base;
     s.start = base;
-    if ((rc = encode_seq(&s, (const uint8_t *)text, len)))
+    int bpe = t->kind == BT_KIND_BPE;
+    /* RoBERTa: <s> A </s></s> B </s>, every type id 0 */
+    size_t mid = sp ? (bpe ? 2 : 1) : 0;
+    int32_t type_b = bpe ? 0 : 1;
+    if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)text, len)
+                  : encode_seq(&s, (const uint8_t *)text, len)))
         return rc;
-    size_t n1 = e->n - base, n2 = 0, b_start = e->n + (size_t)sp;
+    size_t n1 = e->n - base, n2 = 0, b_start = e->n + mid;
     size_t seen1 = seen_len(&s, n1), seen2 = 0;
     if (has_pair) {
-        if ((rc = enc_reserve(e, e->n + 1)))
+        if ((rc = enc_reserve(e, e->n + mid)))
             return rc;
         e->n = b_start;
-        s.type = 1;
+        s.type = type_b;
         s.seq = 1;
         s.word = 0;
         s.start = b_start;
         s.capped = 0;
-        if ((rc = encode_seq(&s, (const uint8_t *)pair, pair_len)))
+        if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)pair, pair_len)
+                      : encode_seq(&s, (const uint8_t *)pair, pair_len)))
             return rc;
         n2 = e->n - b_start;
         seen2 = seen_len(&s, n2);
@@ -509,7 +763,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     size_t k1 = seen1, k2 = seen2;
     if (prm.max_length > 0) {
         /* lengths count the special tokens, as the reference does */
-        size_t added = sp ? (has_pair ? 3 : 2) : 0;
+        size_t added = sp ? (has_pair ? 2 + mid : 2) : 0;
         size_t eff = prm.max_length > added ? prm.max_length - added : 0;
         if ((rc = truncate_lengths(eff, prm.truncation, has_pair, &k1, &k2, err)))
             return rc;
@@ -522,12 +776,19 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     if (sp)
         put_token(e, n++, sep_id, 0, 1, -1, -1, 0, 0, 0, 0);
     if (has_pair) {
-        move_tokens(e, n, b_start, k2);
+        /* the pair starts at b_start >= n + mid - 1: the second </s> of
+         * RoBERTa goes in before the pair's tokens move down */
+        if (sp && bpe) {
+            move_tokens(e, n + 1, b_start, k2);
+            put_token(e, n++, sep_id, 0, 1, -1, -1, 0, 0, 0, 0);
+        } else {
+            move_tokens(e, n, b_start, k2);
+        }
         n += k2;
         if (sp) {
             if ((rc = enc_reserve(e, n + 1)))
                 return rc;
-            put_token(e, n++, sep_id, 1, 1, -1, -1, 0, 0, 0, 0);
+            put_token(e, n++, sep_id, type_b, 1, -1, -1, 0, 0, 0, 0);
         }
     }
     if (sp)

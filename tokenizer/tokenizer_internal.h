@@ -1,6 +1,7 @@
 /*
- * tokenizer/tokenizer_internal.h - private structures of the WordPiece
- * tokenizer, shared by the files of tokenizer/ (never installed).
+ * tokenizer/tokenizer_internal.h - private structures of the WordPiece and
+ * byte-level BPE tokenizers, shared by the files of tokenizer/ (never
+ * installed).  The BPE pipeline is described in bpe.c; the WordPiece one:
  *
  * Pipeline (the Hugging Face `tokenizers` BERT pipeline, fused into one
  * pass over the input, code point by code point):
@@ -84,7 +85,54 @@ typedef struct bt_added {
     const char *text;     /* points into the tokenizer's string pool */
     size_t len;
     int32_t id;
+    uint8_t lstrip, rstrip; /* absorb the whitespace before / after it */
+    uint8_t single_word;  /* only when not inside a word */
 } bt_added;
+
+/* Tokenizer kinds. */
+enum { BT_KIND_WORDPIECE = 0, BT_KIND_BPE = 1 };
+
+/* Byte-level BPE (bpe.c). */
+typedef struct bt_bpe {
+    int32_t byte_id[256];    /* id of the token spelling byte b, or -1 */
+    char byte_str[256][2];   /* bytes_to_unicode(b) in UTF-8 */
+    uint8_t byte_str_len[256];
+    /* merges: open addressing on (left id << 32 | right id) */
+    uint64_t *mkeys;         /* (mmask+1), UINT64_MAX = empty */
+    uint32_t *mrank;         /* merge rank (line order) */
+    int32_t *mnew;           /* id of the merged token */
+    size_t mmask;
+    int add_prefix_space;    /* ByteLevel pre-tokenizer */
+    int trim_offsets;        /* RobertaProcessing: offsets without the spaces */
+    int pp_add_prefix_space; /* RobertaProcessing's add_prefix_space */
+    int ignore_merges;       /* a whole piece in the vocabulary is one token */
+    uint64_t fingerprint;    /* hash of everything bert__bpe_word reads */
+} bt_bpe;
+
+/* A cached BPE result: pieces of up to BT_BPE_CACHE_KEY bytes (nearly every
+ * word) keep their tokens in a direct-mapped table. */
+#define BT_BPE_CACHE_KEY 16
+#define BT_BPE_CACHE_SLOTS 4096
+typedef struct bt_bpe_cached {
+    uint8_t klen;            /* 0 = empty */
+    uint8_t ntok;
+    uint8_t key[BT_BPE_CACHE_KEY];
+    uint8_t end[BT_BPE_CACHE_KEY];   /* token k ends at byte end[k] */
+    int32_t id[BT_BPE_CACHE_KEY];
+} bt_bpe_cached;
+
+/* Scratch of the merge loop, owned by an encoding (grows, never shrinks),
+ * and its cache: an encoding is used by one thread at a time, so the cache
+ * needs no lock, and the loaded tokenizer stays immutable. */
+typedef struct bt_bpe_scratch {
+    int32_t *id;             /* 4*cap: symbol id, length in bytes, prev, next */
+    uint64_t *heap;          /* 2*cap candidate merges */
+    size_t cap;
+    bt_bpe_cached *cache;    /* BT_BPE_CACHE_SLOTS, allocated on first use */
+    uint64_t cache_fp;       /* bt_bpe.fingerprint of the tokenizer whose
+                                results it holds (not its address: a freed
+                                tokenizer's memory may hold a new one) */
+} bt_bpe_scratch;
 
 struct bert_tokenizer {
     /* id -> token */
@@ -105,6 +153,9 @@ struct bert_tokenizer {
     size_t n_added;
     uint8_t added_first[256]; /* 1 if some added token starts with byte */
 
+    int kind;             /* BT_KIND_* */
+    bt_bpe *bpe;          /* BT_KIND_BPE only */
+
     int32_t special[5];   /* indexed by bert_special_token */
     int lowercase, strip_accents, chinese, clean_text;
     size_t max_chars_per_word;
@@ -122,6 +173,13 @@ struct bert_tokenizer {
 int bert__vocab_add(bert_tokenizer *t, const char *s, size_t len, int32_t id);
 /* Builds the trie and the ASCII tables once the vocabulary is complete. */
 int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err);
+/* Builds the token -> id hash early (bert_tokenizer_find works after it;
+ * finish() rebuilds it).  BERT_OK or BERT_ENOMEM (err set). */
+int bert__tokenizer_hash(bert_tokenizer *t, bert_error *err);
+/* Registers a token matched on the raw text (or updates its flags).
+ * BERT_OK or BERT_ENOMEM. */
+int bert__added_add(bert_tokenizer *t, size_t len, int32_t id, int lstrip, int rstrip,
+                    int single_word);
 /* Empty tokenizer with Hugging Face defaults, or NULL when out of memory. */
 bert_tokenizer *bert__tokenizer_new(void);
 
@@ -146,6 +204,30 @@ typedef struct bt_piece {
 } bt_piece;
 size_t bert__wordpiece(const bert_tokenizer *t, const uint8_t *w, size_t len,
                        bt_piece *out);
+
+/* ---- byte-level BPE (bpe.c) ------------------------------------------- */
+
+struct json_t;
+/* Fills t from a parsed tokenizer.json whose model is BPE; names[] gets the
+ * special tokens' strings (strdup'd).  BERT_EUNSUPPORTED for pipelines other
+ * than GPT-2's (normalizer, pre-tokenizer, post-processor, BPE options),
+ * BERT_EFORMAT for a bad vocabulary or merges. */
+int bert__bpe_load_json(bert_tokenizer *t, struct json_t *j, const char *path, char *names[5],
+                        bert_error *err);
+/* Fills t from dir/vocab.json + dir/merges.txt and the parsed
+ * tokenizer_config.json cfg (may be NULL). */
+int bert__bpe_load_files(bert_tokenizer *t, const char *dir, struct json_t *cfg,
+                         char *names[5], bert_error *err);
+void bert__bpe_free(bt_bpe *m);
+void bert__bpe_scratch_free(bt_bpe_scratch *w);
+/* End of the pre-tokenizer piece that starts at s[i] (i < len). */
+size_t bert__bytelevel_next(const uint8_t *s, size_t len, size_t i);
+/* BPE of one piece p[0..n): tokens as byte ranges of p in out[] (room for n),
+ * their count in *n_out.  BERT_OK or BERT_ENOMEM. */
+int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p, size_t n,
+                   bt_piece *out, size_t *n_out);
+/* Id of the token spelling the bytes p[0..n) (mapped), or -1. */
+int32_t bert__vocab_lookup_mapped(const bert_tokenizer *t, const uint8_t *p, size_t n);
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 

@@ -265,18 +265,24 @@ void bert_tokenizer_free(bert_tokenizer *t)
     free(t->trie.keys);
     free(t->trie.vals);
     free(t->added);
+    bert__bpe_free(t->bpe);
     free(t);
 }
 
 static const char *const special_default[5] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 
-static int add_added(bert_tokenizer *t, const char *s, size_t len, int32_t id)
+int bert__added_add(bert_tokenizer *t, size_t len, int32_t id, int lstrip, int rstrip,
+                    int single_word)
 {
     if (len == 0 || id < 0)
         return BERT_OK;
     for (size_t i = 0; i < t->n_added; i++)
-        if (t->added[i].id == id)
+        if (t->added[i].id == id) {
+            t->added[i].lstrip = (uint8_t)(lstrip != 0);
+            t->added[i].rstrip = (uint8_t)(rstrip != 0);
+            t->added[i].single_word = (uint8_t)(single_word != 0);
             return BERT_OK;
+        }
     bt_added *a = realloc(t->added, (t->n_added + 1) * sizeof *a);
     if (!a)
         return BERT_ENOMEM;
@@ -285,17 +291,43 @@ static int add_added(bert_tokenizer *t, const char *s, size_t len, int32_t id)
     a[t->n_added].text = NULL;
     a[t->n_added].len = len;
     a[t->n_added].id = id;
+    a[t->n_added].lstrip = (uint8_t)(lstrip != 0);
+    a[t->n_added].rstrip = (uint8_t)(rstrip != 0);
+    a[t->n_added].single_word = (uint8_t)(single_word != 0);
     t->n_added++;
+    return BERT_OK;
+}
+
+/* A special token registered by name: flags of an earlier registration
+ * (tokenizer.json's added_tokens) are kept. */
+static int add_added(bert_tokenizer *t, const char *s, size_t len, int32_t id)
+{
     (void)s;
+    for (size_t i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id)
+            return BERT_OK;
+    return bert__added_add(t, len, id, 0, 0, 0);
+}
+
+static size_t hash_cap(const bert_tokenizer *t)
+{
+    size_t cap = 1024;
+    while (cap < t->n_tokens * 2 + 2)
+        cap *= 2;
+    return cap;
+}
+
+int bert__tokenizer_hash(bert_tokenizer *t, bert_error *err)
+{
+    if (rehash(t, hash_cap(t)) != BERT_OK)
+        return bert__set_error(err, BERT_ENOMEM, -1, "out of memory building the vocabulary");
     return BERT_OK;
 }
 
 int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err)
 {
-    size_t cap = 1024;
-    while (cap < t->n_tokens * 2 + 2)
-        cap *= 2;
-    if (rehash(t, cap) != BERT_OK || trie_build(t) != BERT_OK)
+    if (rehash(t, hash_cap(t)) != BERT_OK ||
+        (t->kind == BT_KIND_WORDPIECE && trie_build(t) != BERT_OK))
         return bert__set_error(err, BERT_ENOMEM, -1, "out of memory building the vocabulary");
     if (t->strip_accents < 0)
         t->strip_accents = t->lowercase;
@@ -304,7 +336,7 @@ int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err)
         t->added[i].text = t->pool + t->tok_off[id];
         t->added_first[(uint8_t)t->added[i].text[0]] = 1;
     }
-    if (t->special[BERT_TOKEN_UNK] < 0)
+    if (t->kind == BT_KIND_WORDPIECE && t->special[BERT_TOKEN_UNK] < 0)
         return bert__set_error(err, BERT_EFORMAT, -1,
                                "the vocabulary has no unknown token ([UNK])");
     for (int c = 0; c < 128; c++) {
@@ -324,7 +356,9 @@ int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err)
 static int set_specials(bert_tokenizer *t, char *names[5])
 {
     for (int i = 0; i < 5; i++) {
-        const char *s = names[i] ? names[i] : special_default[i];
+        static const char *const bpe_default[5] = {"<pad>", "<unk>", "<s>", "</s>", "<mask>"};
+        const char *s =
+            names[i] ? names[i] : t->kind == BT_KIND_BPE ? bpe_default[i] : special_default[i];
         int32_t id = -1;
         /* lookups need the hash table; it is built after all tokens are
          * in, so scan linearly here (five tokens, once per load) */
@@ -462,15 +496,37 @@ static int load_tokenizer_json(bert_tokenizer *t, const char *path, char *names[
     rc = BERT_EUNSUPPORTED;
     json_t *model = json_object_get(j, "model");
     const char *type = json_string_value(json_object_get(model, "type"));
+    /* Files of 2020 have no model type: recognise the kind by its keys. */
+    if (json_is_object(model) && !type) {
+        if (json_object_get(model, "merges"))
+            type = "BPE";
+        else if (json_is_array(json_object_get(model, "vocab")))
+            type = "Unigram";
+        else if (json_object_get(model, "continuing_subword_prefix") ||
+                 json_object_get(model, "max_input_chars_per_word"))
+            type = "WordPiece";
+    }
     if (!json_is_object(model) || !type) {
-        bert__set_error(err, BERT_EFORMAT, -1, "%s: no \"model\" object with a \"type\"", path);
+        bert__set_error(err, BERT_EFORMAT, -1,
+                        "%s: no \"model\" object of a known kind (a \"type\", or the keys of "
+                        "WordPiece or BPE)",
+                        path);
         rc = BERT_EFORMAT;
+        goto out;
+    }
+    if (strcmp(type, "BPE") == 0) {
+        rc = bert__bpe_load_json(t, j, path, names, err);
         goto out;
     }
     if (strcmp(type, "WordPiece") != 0) {
         bert__set_error(err, rc, -1,
-                        "%s: model type \"%s\" is not supported (only BERT WordPiece)", path,
-                        type);
+                        "%s: model type \"%s\" is not supported; libbert loads WordPiece "
+                        "(BERT, DistilBERT, ELECTRA) and byte-level BPE (GPT-2, RoBERTa)%s",
+                        path, type,
+                        strcmp(type, "Unigram") == 0
+                            ? " tokenizers; Unigram (SentencePiece, e.g. XLM-RoBERTa) is not "
+                              "supported"
+                            : "");
         goto out;
     }
     json_t *norm = json_object_get(j, "normalizer");
@@ -644,14 +700,41 @@ int bert_tokenizer_load(const char *dir, bert_tokenizer **out, bert_error *err)
             bert_tokenizer tmp = *t;
             apply_config(&tmp, cfg, names);
             t->model_max_length = tmp.model_max_length;
+            /* transformers' RobertaTokenizerFast makes the pre-tokenizer
+             * and post-processor follow the config's flags */
+            if (t->kind == BT_KIND_BPE) {
+                t->bpe->add_prefix_space =
+                    json_flag(cfg, "add_prefix_space", t->bpe->add_prefix_space);
+                t->bpe->pp_add_prefix_space =
+                    json_flag(cfg, "add_prefix_space", t->bpe->pp_add_prefix_space);
+                t->bpe->trim_offsets = json_flag(cfg, "trim_offsets", t->bpe->trim_offsets);
+            }
+        }
+    } else if (snprintf(path, dl + 32, "%s/merges.txt", dir) > 0 && path_exists(path)) {
+        rc = bert__bpe_load_files(t, dir, cfg, names, err);
+        if (rc == BERT_OK && cfg) {
+            bert_tokenizer tmp = *t;
+            apply_config(&tmp, cfg, names);
+            t->model_max_length = tmp.model_max_length;
         }
     } else {
         if (cfg)
             apply_config(t, cfg, names);
         snprintf(path, dl + 32, "%s/vocab.txt", dir);
         rc = load_vocab_txt(t, path, err);
-        if (rc == BERT_EMISSING)
-            bert__set_error(err, rc, -1, "%s: neither tokenizer.json nor vocab.txt found", dir);
+        if (rc == BERT_EMISSING) {
+            snprintf(path, dl + 32, "%s/sentencepiece.bpe.model", dir);
+            if (path_exists(path))
+                rc = bert__set_error(err, BERT_EUNSUPPORTED, -1,
+                                     "%s: a SentencePiece model (XLM-RoBERTa's Unigram) is not "
+                                     "supported; libbert loads WordPiece and byte-level BPE",
+                                     path);
+            else
+                bert__set_error(err, rc, -1,
+                                "%s: no tokenizer.json, vocab.txt or vocab.json + merges.txt "
+                                "found",
+                                dir);
+        }
     }
 done:
     json_decref(cfg);
@@ -710,6 +793,11 @@ int32_t bert_tokenizer_special(const bert_tokenizer *t, bert_special_token which
 size_t bert_tokenizer_model_max_length(const bert_tokenizer *t)
 {
     return t ? t->model_max_length : 0;
+}
+
+bert_tokenizer_kind bert_tokenizer_get_kind(const bert_tokenizer *t)
+{
+    return t && t->kind == BT_KIND_BPE ? BERT_TOKENIZER_BPE : BERT_TOKENIZER_WORDPIECE;
 }
 
 int bert_tokenizer_lowercase(const bert_tokenizer *t)

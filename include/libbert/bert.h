@@ -1,5 +1,6 @@
 /*
- * libbert/bert.h - BERT / DistilBERT encoder inference on CPUs.
+ * libbert/bert.h - BERT, DistilBERT, RoBERTa and ELECTRA encoder inference
+ * on CPUs.
  *
  * Quick tour:
  *
@@ -61,7 +62,16 @@ typedef enum {
     BERT_KERNELS_AVX512
 } bert_kernels;
 
-/* What config.json says, normalised across BERT and DistilBERT. */
+/* The encoder family (config.json's model_type). */
+typedef enum {
+    BERT_FAMILY_BERT = 0,   /* "bert" */
+    BERT_FAMILY_DISTILBERT, /* "distilbert" */
+    BERT_FAMILY_ROBERTA,    /* "roberta", "xlm-roberta" */
+    BERT_FAMILY_ELECTRA     /* "electra" */
+} bert_family;
+
+/* What config.json says, normalised across BERT, DistilBERT, RoBERTa and
+ * ELECTRA. */
 typedef struct bert_config {
     int is_distilbert;
     bert_task task;
@@ -79,6 +89,9 @@ typedef struct bert_config {
     float hidden_dropout;   /* training only */
     float attention_dropout;/* training only */
     float classifier_dropout;
+    bert_family family;
+    size_t embedding_size;  /* E: ELECTRA's embedding width; == hidden for
+                               the others */
 } bert_config;
 
 /* ---- model ------------------------------------------------------------- */
@@ -107,7 +120,8 @@ typedef struct bert_model_params {
 BERT_API bert_model_params bert_model_default_params(void);
 
 /* Loads a Hugging Face model directory `dir`:
- *  - config.json (BERT or DistilBERT; see bert_config),
+ *  - config.json (BERT, DistilBERT, RoBERTa / XLM-RoBERTa or ELECTRA; see
+ *    bert_config and docs/architectures.md),
  *  - model.safetensors, memory-mapped read-only: F32 tensors are used in
  *    place (no copy), F16/BF16 (and misaligned F32) converted once into a
  *    buffer owned by the model; tensors the model does not use (a pooler in
@@ -418,6 +432,10 @@ typedef struct bert_tag_tokens {
     size_t n_labels;
     const char *const *labels;  /* [n_labels] id2label */
     int32_t unk_id;             /* tokens with this id take their text */
+    int byte_level;             /* 0: WordPiece ("##" sub-words, WordPiece
+                                   decoder); 1: byte-level BPE (RoBERTa): a
+                                   sub-word is a token not preceded by a
+                                   space, words decoded from the bytes */
 } bert_tag_tokens;
 
 /* Aggregates one window into out (replacing its contents).  params NULL =

@@ -1,5 +1,6 @@
 /*
- * libbert/bert_tokenizer.h - BERT WordPiece tokenizer with Hugging Face parity.
+ * libbert/bert_tokenizer.h - BERT WordPiece and RoBERTa byte-level BPE
+ * tokenizers with Hugging Face parity.
  *
  * This header also holds what every libbert API shares: status codes, the
  * error detail struct and the export macro.  <libbert/bert.h> includes it.
@@ -84,9 +85,13 @@ typedef enum {
 } bert_special_token;
 
 /* Loads the tokenizer of a Hugging Face model directory `dir`:
- * tokenizer.json (BERT WordPiece kind; other kinds give BERT_EUNSUPPORTED)
- * when present, else vocab.txt with tokenizer_config.json (optional; HF
- * defaults when absent).  Normalizer flags come from these files.
+ * tokenizer.json when present (BERT WordPiece, or GPT-2/RoBERTa byte-level
+ * BPE with RobertaProcessing; other kinds, e.g. XLM-R's Unigram, give
+ * BERT_EUNSUPPORTED), else vocab.json + merges.txt (byte-level BPE), else
+ * vocab.txt (WordPiece); tokenizer_config.json is optional (HF defaults when
+ * absent).  Normalizer / add_prefix_space / trim_offsets flags come from
+ * these files.  For BPE, special tokens are <s> (CLS), </s> (SEP), <pad>,
+ * <unk>, <mask>, and pairs are <s> A </s></s> B </s> with type ids 0.
  * Returns BERT_OK and a tokenizer in *out, or an error (and *out = NULL). */
 BERT_API int bert_tokenizer_load(const char *dir, bert_tokenizer **out,
                                  bert_error *err);
@@ -111,6 +116,12 @@ BERT_API int32_t bert_tokenizer_special(const bert_tokenizer *t,
                                         bert_special_token which);
 /* model_max_length from tokenizer_config.json (0 when absent or huge). */
 BERT_API size_t bert_tokenizer_model_max_length(const bert_tokenizer *t);
+/* The tokenizer's model. */
+typedef enum {
+    BERT_TOKENIZER_WORDPIECE = 0, /* BERT, DistilBERT, ELECTRA */
+    BERT_TOKENIZER_BPE            /* GPT-2's byte-level BPE (RoBERTa) */
+} bert_tokenizer_kind;
+BERT_API bert_tokenizer_kind bert_tokenizer_get_kind(const bert_tokenizer *t);
 /* Normalizer flags in effect (1/0). */
 BERT_API int bert_tokenizer_lowercase(const bert_tokenizer *t);
 BERT_API int bert_tokenizer_strip_accents(const bert_tokenizer *t);

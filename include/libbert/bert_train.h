@@ -1,5 +1,6 @@
 /*
- * libbert/bert_train.h - train BERT and DistilBERT encoders on CPUs:
+ * libbert/bert_train.h - train BERT and DistilBERT encoders (and fine-tune
+ * RoBERTa and ELECTRA classifiers) on CPUs:
  * fine-tune a Hugging Face model directory or train one from a config.json,
  * for sequence classification, token classification or masked-language
  * modelling.

@@ -38,7 +38,7 @@ static int has_decay(int i)
 {
     switch (i) {
     case P_WTE: case P_WPE: case P_WTT: case P_QKVW: case P_AOW: case P_FCW:
-    case P_FC2W: case P_POOLW: case P_CLSW: case P_MTW:
+    case P_FC2W: case P_POOLW: case P_CLSW: case P_MTW: case P_EPW:
         return 1;
     default:
         return 0;
@@ -47,13 +47,17 @@ static int has_decay(int i)
 
 static void fill_sizes(bert_trainer *t)
 {
-    size_t V = t->V, H = t->H, L = t->L, I = t->I, C = t->C;
+    size_t V = t->V, H = t->H, L = t->L, I = t->I, C = t->C, E = t->E;
     size_t *s = t->sizes;
     memset(s, 0, sizeof t->sizes);
-    s[P_WTE] = V * H;
-    s[P_WPE] = t->P * H;
-    s[P_WTT] = t->TV * H;
-    s[P_LNEW] = s[P_LNEB] = H;
+    s[P_WTE] = V * E;
+    s[P_WPE] = t->P * E;
+    s[P_WTT] = t->TV * E;
+    s[P_LNEW] = s[P_LNEB] = E;
+    if (E != H) {
+        s[P_EPW] = H * E;
+        s[P_EPB] = H;
+    }
     s[P_QKVW] = L * 3 * H * H;
     s[P_QKVB] = L * 3 * H;
     s[P_AOW] = L * H * H;
@@ -123,8 +127,8 @@ static void init_tensor(bert_trainer *t, int i)
                            bert__t_normal(t->p.seed, 0xabc0000ULL + (uint64_t)i, k));
         if (i == P_WTE && t->cfg.pad_token_id >= 0 &&
             (size_t)t->cfg.pad_token_id < t->V)
-            memset(x + (size_t)t->cfg.pad_token_id * t->H, 0,
-                   t->H * sizeof(float));
+            memset(x + (size_t)t->cfg.pad_token_id * t->E, 0,
+                   t->E * sizeof(float));
     } else {
         memset(x, 0, n * sizeof(float));
     }
@@ -132,9 +136,10 @@ static void init_tensor(bert_trainer *t, int i)
 
 /* ---- architectures ------------------------------------------------------ */
 
-/* BERT and DistilBERT are the same post-LayerNorm encoder with the same
- * parameter slots; they differ in tensor names and in a few details of the
- * computation, all of which are listed here. */
+/* BERT, DistilBERT, RoBERTa and ELECTRA are the same post-LayerNorm encoder
+ * with the same parameter slots (ELECTRA adds embeddings_project); they
+ * differ in tensor names and in a few details of the computation, all of
+ * which are listed here. */
 struct bert_t_arch {
     const char *model_type;
     const char *arch[3];     /* architectures[0] for SEQUENCE, TOKEN, MLM */
@@ -152,6 +157,12 @@ struct bert_t_arch {
     int pool_act;            /* BERT_T_ACT_*: tanh pooler / ReLU */
     int ao_dropout;          /* dropout on the attention output projection
                                 (DistilBERT has none there) */
+    const char *cls_seq;     /* sequence classifier module, NULL =
+                                "classifier" */
+    int pos_from_pad;        /* position ids start at pad_token_id + 1 */
+    int head_in_dropout;     /* dropout on the [CLS] features before the
+                                head's dense layer too */
+    const char *proj;        /* embeddings_project module (E != H), or NULL */
 };
 
 static const bert_t_arch ARCH_BERT = {
@@ -165,7 +176,7 @@ static const bert_t_arch ARCH_BERT = {
     "bert.pooler.dense",
     "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
     "cls.predictions.bias", "cls.predictions.decoder.bias",
-    BERT_T_ACT_TANH, 1,
+    BERT_T_ACT_TANH, 1, NULL, 0, 0, NULL,
 };
 
 static const bert_t_arch ARCH_DISTILBERT = {
@@ -178,7 +189,45 @@ static const bert_t_arch ARCH_DISTILBERT = {
     "output_layer_norm",
     "pre_classifier",
     "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", NULL,
-    BERT_T_ACT_RELU, 0,
+    BERT_T_ACT_RELU, 0, NULL, 0, 0, NULL,
+};
+
+/* RoBERTa: BERT's encoder under "roberta.", no pooler; the sequence head
+ * (RobertaClassificationHead) is dropout, dense, tanh, dropout, out_proj,
+ * so it is BERT's pooler-and-classifier path under other names plus one
+ * dropout; positions count from padding_idx + 1 (no padding inside a
+ * sequence: every real token's position id is its index + pad + 1). */
+static const bert_t_arch ARCH_ROBERTA = {
+    "roberta",
+    {"RobertaForSequenceClassification", "RobertaForTokenClassification",
+     "RobertaForMaskedLM"},
+    "roberta.", "roberta.embeddings", "roberta.encoder.layer",
+    {"attention.self.query", "attention.self.key", "attention.self.value"},
+    "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense", "output.dense", "output.LayerNorm",
+    "classifier.dense",
+    "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", NULL,
+    BERT_T_ACT_TANH, 1,
+    "classifier.out_proj", 1, 1, NULL,
+};
+
+/* ELECTRA (the discriminator): BERT's layers under "electra.", embeddings
+ * of width E (embedding_size) projected to H by embeddings_project when
+ * they differ, no pooler; ElectraClassificationHead is RoBERTa's head with
+ * the exact GELU instead of tanh. */
+static const bert_t_arch ARCH_ELECTRA = {
+    "electra",
+    {"ElectraForSequenceClassification", "ElectraForTokenClassification",
+     "ElectraForMaskedLM"},
+    "electra.", "electra.embeddings", "electra.encoder.layer",
+    {"attention.self.query", "attention.self.key", "attention.self.value"},
+    "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense", "output.dense", "output.LayerNorm",
+    "classifier.dense",
+    "generator_predictions.dense", "generator_predictions.LayerNorm",
+    "generator_lm_head.bias", NULL,
+    BERT_T_ACT_GELU, 1,
+    "classifier.out_proj", 0, 1, "electra.embeddings_project",
 };
 
 /* HF names of the slices of tensor i; calls fn(name, ptr, rows, cols) for
@@ -206,13 +255,16 @@ static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
         EMIT(W, R, C, IW, "%s.weight", MOD);                                   \
         EMIT(B, R, 0, IB, "%s.bias", MOD);                                     \
     } while (0)
-    EMIT(pt[P_WTE], t->V, H, P_WTE, "%s.word_embeddings.weight", A->emb);
-    EMIT(pt[P_WPE], t->P, H, P_WPE, "%s.position_embeddings.weight", A->emb);
+    size_t E = t->E;
+    EMIT(pt[P_WTE], t->V, E, P_WTE, "%s.word_embeddings.weight", A->emb);
+    EMIT(pt[P_WPE], t->P, E, P_WPE, "%s.position_embeddings.weight", A->emb);
     if (t->sizes[P_WTT])
-        EMIT(pt[P_WTT], t->TV, H, P_WTT, "%s.token_type_embeddings.weight",
+        EMIT(pt[P_WTT], t->TV, E, P_WTT, "%s.token_type_embeddings.weight",
              A->emb);
     snprintf(mod, sizeof mod, "%s.LayerNorm", A->emb);
-    PAIR(mod, pt[P_LNEW], P_LNEW, pt[P_LNEB], P_LNEB, H, 0);
+    PAIR(mod, pt[P_LNEW], P_LNEW, pt[P_LNEB], P_LNEB, E, 0);
+    if (t->sizes[P_EPW])
+        PAIR(A->proj, pt[P_EPW], P_EPW, pt[P_EPB], P_EPB, H, E);
     for (size_t l = 0; l < t->L; l++) {
 #define LAYER_MOD(NAME) snprintf(mod, sizeof mod, "%s.%zu.%s", A->layer, l, NAME)
         for (size_t j = 0; j < 3; j++) {
@@ -236,7 +288,9 @@ static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
     if (t->sizes[P_POOLW])
         PAIR(A->pool, pt[P_POOLW], P_POOLW, pt[P_POOLB], P_POOLB, H, H);
     if (t->sizes[P_CLSW])
-        PAIR("classifier", pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
+        PAIR(t->task == BERT_TRAIN_SEQUENCE && A->cls_seq ? A->cls_seq
+                                                          : "classifier",
+             pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
     if (t->sizes[P_MTW]) {
         PAIR(A->mt, pt[P_MTW], P_MTW, pt[P_MTB], P_MTB, H, H);
         PAIR(A->mln, pt[P_MLNW], P_MLNW, pt[P_MLNB], P_MLNB, H, 0);
@@ -272,7 +326,7 @@ static const bert_st_tensor *find_alias(const load_ctx *c, const char *name)
 
 static int is_head(int i)
 {
-    return i >= P_POOLW;
+    return i >= P_POOLW && i <= P_MBIAS;
 }
 
 static int load_slice(void *vctx, const char *name, float *p, size_t rows,
@@ -357,9 +411,33 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         free(t);
         return rc;
     }
+    int roberta = t->cfg.pub.family == BERT_FAMILY_ROBERTA &&
+                  strcmp(t->cfg.model_type, "roberta") == 0;
+    int electra = t->cfg.pub.family == BERT_FAMILY_ELECTRA;
+    if ((t->cfg.pub.family != BERT_FAMILY_BERT &&
+         t->cfg.pub.family != BERT_FAMILY_DISTILBERT && !roberta &&
+         !electra) ||
+        ((roberta || electra) && t->task == BERT_TRAIN_MLM)) {
+        /* XLM-RoBERTa (its names) and the MLM heads of RoBERTa (lm_head)
+         * and ELECTRA (its generator) are not in the trainer */
+        rc = bert__err(err, BERT_EUNSUPPORTED,
+                       "%s: model_type \"%s\" cannot be trained%s; the "
+                       "trainer fine-tunes BERT and DistilBERT models and "
+                       "RoBERTa and ELECTRA sequence and token classifiers",
+                       path, t->cfg.model_type,
+                       roberta || electra ? " with the mlm task" : "");
+        bert__config_free(&t->cfg);
+        free(t);
+        return rc;
+    }
     read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
-    t->arch = c->is_distilbert ? &ARCH_DISTILBERT : &ARCH_BERT;
+    t->arch = roberta            ? &ARCH_ROBERTA
+              : electra          ? &ARCH_ELECTRA
+              : c->is_distilbert ? &ARCH_DISTILBERT
+                                 : &ARCH_BERT;
+    t->E = c->embedding_size ? c->embedding_size : c->hidden;
+    t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
      * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
      * config.c reads into classifier_dropout), ...ForTokenClassification:
@@ -508,7 +586,8 @@ double bert_trainer_lr(const bert_trainer *t)
 /* ---- activation layout ------------------------------------------------- */
 
 typedef struct {
-    float *emb, *emean, *erstd, *x0;
+    float *emb, *emean, *erstd, *x0, *x0e, *dx0e; /* x0e, dx0e: (N,E) before
+                                                     embeddings_project */
     float *qkv, *att, *atty, *r1, *m1, *s1, *x1, *fch, *fca, *r2, *m2, *s2,
         *x2; /* [L] stacked */
     float *cls, *ppre, *pout, *hx, *logits;
@@ -530,6 +609,8 @@ static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
         size_t n;
     } list[] = {
         {&a->emb, N * H}, {&a->emean, N}, {&a->erstd, N}, {&a->x0, N * H},
+        {&a->x0e, t->sizes[P_EPW] ? N * t->E : 0},
+        {&a->dx0e, t->sizes[P_EPW] ? N * t->E : 0},
         {&a->qkv, L * N * 3 * H}, {&a->att, L * att}, {&a->atty, L * N * H},
         {&a->r1, L * N * H}, {&a->m1, L * N}, {&a->s1, L * N},
         {&a->x1, L * N * H}, {&a->fch, L * N * I}, {&a->fca, L * N * I},
@@ -564,7 +645,7 @@ static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
 
 /* ---- forward / backward ------------------------------------------------ */
 
-enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD };
+enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD, S_HEAD_IN };
 
 static uint64_t stream_of(uint64_t micro, size_t layer, int site)
 {
@@ -580,10 +661,10 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     size_t B = bt->batch, T = bt->seq_len, N = B * T;
     size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
-    if (T > t->P)
+    if (T + t->pos_off > t->P)
         return bert__err(err, BERT_EINVAL,
-                         "sequence length %zu exceeds max_position_embeddings %zu",
-                         T, t->P);
+                         "sequence length %zu exceeds max_position_embeddings %zu%s",
+                         T, t->P, t->pos_off ? " minus padding_idx + 1" : "");
     for (size_t b = 0; b < B; b++)
         if (bt->lengths[b] < 1 || bt->lengths[b] > T)
             return bert__err(err, BERT_EINVAL, "row %zu: length %zu not in 1..%zu",
@@ -639,11 +720,17 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     float **pt = t->pt, **gt = t->gt;
 
     /* embeddings */
-    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE], pt[P_WPE],
-                          pt[P_WTT], B, T, H);
-    bert__t_layernorm_forward(a.x0, a.emean, a.erstd, a.emb, pt[P_LNEW],
-                              pt[P_LNEB], N, H, eps, nth);
-    bert__t_dropout(a.x0, N * H, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    /* positions pos_off .. pos_off + T - 1: a row offset into the table;
+     * embeddings E wide, projected to H (ELECTRA) when E != H */
+    size_t E = t->E;
+    float *x0e = pt[P_EPW] ? a.x0e : a.x0;
+    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE],
+                          pt[P_WPE] + t->pos_off * E, pt[P_WTT], B, T, E);
+    bert__t_layernorm_forward(x0e, a.emean, a.erstd, a.emb, pt[P_LNEW],
+                              pt[P_LNEB], N, E, eps, nth);
+    bert__t_dropout(x0e, N * E, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    if (pt[P_EPW])
+        bert__t_matmul_forward(a.x0, x0e, pt[P_EPW], pt[P_EPB], N, E, H, rn);
     const float *x = a.x0;
     for (size_t l = 0; l < L; l++) {
         float *qkv = a.qkv + l * N * 3 * H, *att = a.att + l * B * NH * T * T;
@@ -685,6 +772,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     if (t->task == BERT_TRAIN_SEQUENCE) {
         for (size_t b = 0; b < B; b++)
             memcpy(a.cls + b * H, x + b * T * H, H * sizeof(float));
+        if (t->arch->head_in_dropout)
+            bert__t_dropout(a.cls, B * H, pc, seed,
+                            stream_of(mi, 0, S_HEAD_IN), nth);
         bert__t_matmul_forward(a.ppre, a.cls, pt[P_POOLW], pt[P_POOLB], B, H,
                                H, rn);
         bert__t_act_forward(t->arch->pool_act, a.pout, a.ppre, B * H, nth);
@@ -754,6 +844,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         memset(a.dh3, 0, B * H * sizeof(float));
         bert__t_matmul_backward(a.dh3, gt[P_POOLW], gt[P_POOLB], a.dh2, a.cls,
                                 pt[P_POOLW], B, H, H, rn, nth);
+        if (t->arch->head_in_dropout)
+            bert__t_dropout(a.dh3, B * H, pc, seed,
+                            stream_of(mi, 0, S_HEAD_IN), nth);
         for (size_t b = 0; b < B; b++)
             memcpy(dA + b * T * H, a.dh3 + b * H, H * sizeof(float));
     } else if (t->task == BERT_TRAIN_TOKEN) {
@@ -817,12 +910,19 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                 pt[P_QKVW] + l * 3 * H * H, N, H, 3 * H, rn,
                                 nth);
     }
-    bert__t_dropout(dA, N * H, ph, seed, stream_of(mi, 0, S_EMB), nth);
-    memset(dB, 0, N * H * sizeof(float));
-    bert__t_layernorm_backward(dB, gt[P_LNEW], gt[P_LNEB], dA, a.emb,
-                               pt[P_LNEW], a.emean, a.erstd, N, H, nth);
-    bert__t_embed_backward(gt[P_WTE], gt[P_WPE], gt[P_WTT], dB, bt->ids,
-                           bt->type_ids, B, T, H);
+    float *dx0e = dA;
+    if (pt[P_EPW]) {
+        dx0e = a.dx0e;
+        memset(dx0e, 0, N * E * sizeof(float));
+        bert__t_matmul_backward(dx0e, gt[P_EPW], gt[P_EPB], dA, x0e,
+                                pt[P_EPW], N, E, H, rn, nth);
+    }
+    bert__t_dropout(dx0e, N * E, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    memset(dB, 0, N * E * sizeof(float));
+    bert__t_layernorm_backward(dB, gt[P_LNEW], gt[P_LNEB], dx0e, a.emb,
+                               pt[P_LNEW], a.emean, a.erstd, N, E, nth);
+    bert__t_embed_backward(gt[P_WTE], gt[P_WPE] + t->pos_off * E, gt[P_WTT],
+                           dB, bt->ids, bt->type_ids, B, T, E);
     if (train)
         t->micro++;
     return BERT_OK;
@@ -979,6 +1079,8 @@ static int write_config(const bert_trainer *t, const char *path,
         json_object_set_new(o, "hidden_act", json_string(act));
         json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
         json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
+        if (t->arch == &ARCH_ELECTRA)
+            json_object_set_new(o, "embedding_size", json_integer((json_int_t)t->E));
         json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
         json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));
         json_object_set_new(o, "num_attention_heads", json_integer((json_int_t)t->NH));

@@ -17,6 +17,7 @@ enum {
     P_FCW, P_FCB, P_FC2W, P_FC2B, P_LN2W, P_LN2B,
     P_POOLW, P_POOLB, P_CLSW, P_CLSB,
     P_MTW, P_MTB, P_MLNW, P_MLNB, P_MBIAS,
+    P_EPW, P_EPB, /* ELECTRA's embeddings_project (H,E), (H) when E != H */
     P_COUNT
 };
 
@@ -25,16 +26,20 @@ typedef struct bert_t_arch bert_t_arch;
 
 typedef struct bert_trainer {
     bert_cfg cfg;              /* config (labels owned) */
-    const bert_t_arch *arch;   /* BERT or DistilBERT */
+    const bert_t_arch *arch;   /* BERT, DistilBERT, RoBERTa or ELECTRA */
     bert_train_params p;
     bert_train_task task;
     size_t V, H, L, NH, I, P, TV, C;
+    size_t E;                  /* embedding width: ELECTRA's embedding_size,
+                                  else H */
     int act;                   /* BERT_T_ACT_* */
     float init_range;
     float head_dropout;        /* dropout before the classifier */
     float qa_dropout;          /* DistilBERT config key, kept for saving */
     int freeze_wpe;            /* DistilBERT sinusoidal_pos_embds: position
                                   embeddings are fixed, never updated */
+    size_t pos_off;            /* position id of a sequence's first token:
+                                  0, RoBERTa pad_token_id + 1 */
     size_t sizes[P_COUNT];
     size_t nparams;
     float *params, *grads, *m, *v;
