@@ -225,6 +225,13 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
     for (size_t r = 0; r < mc; r += MR, dst += MR * kc) {
         size_t mr = mc - r < MR ? mc - r : MR;
         const float *src = A + (ptrdiff_t)r * rsa;
+#if BERT_HAVE_X86_KERNELS
+        if (csa == 1 && mr == 8 && MR == 8) {
+            /* The AVX-512 tier's panels (only it has MR 8; AVX2 suffices). */
+            bert__pack_a8(dst, src, rsa, kc);
+            continue;
+        }
+#endif
         if (csa == 1) {
             /* Row-major activations: each row is read contiguously. */
             for (size_t i = 0; i < mr; i++) {
