@@ -252,12 +252,17 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
     }
 }
 
-/* Rows per thread from which the layers split rows among the threads.
- * Below it each product splits the packed weights' columns among the
- * threads (gemm.c): every thread then reads only its share of the weights
- * and keeps all the rows in its tiles, which is what a single sequence
- * needs (at 64 rows a thread, a 12-row kernel tile would also waste 11%). */
-#define ROWSPLIT_MIN_ROWS 256
+/* Rows per thread from which the layers split rows among the threads (two
+ * barriers a layer); below it each product splits the packed weights'
+ * columns among the threads (gemm.c), so that a short sequence still gets
+ * every thread.  Not lower, although the column split reads each weight
+ * once where the row split reads it once per thread: the column split
+ * meets at a barrier after every product, and when other processes keep a
+ * core busy a thread descheduled at a barrier stalls the rest (BERT-base
+ * 1 x 128 on 2 threads with one core busy elsewhere, Xeon VM: 284-288 ms
+ * row-split at 64 rows a thread against 1,052 ms column-split). With the
+ * 8-row kernel tile, 64 rows a thread waste nothing. */
+#define ROWSPLIT_MIN_ROWS 64
 
 /* x = LayerNorm(x + (y + b)) on R rows (H wide), split by rows among the
  * session's threads between BLIS calls. */
