@@ -228,7 +228,7 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
 #if BERT_HAVE_X86_KERNELS
         if (csa == 1 && mr == 8 && MR == 8) {
             /* The AVX-512 tier's panels (only it has MR 8; AVX2 suffices). */
-            bert__pack_a8(dst, src, rsa, kc);
+            bert__transpose8(dst, 8, src, rsa, kc);
             continue;
         }
 #endif
@@ -254,10 +254,31 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
 /* B (kc,nc) with strides (rsb,csb) into BERT_PANEL-column panels of kc rows
  * (dst + j*ld_panel); columns past nc are zero. */
 static void pack_b(float *restrict dst, size_t ld_panel, const float *B,
-                   ptrdiff_t rsb, ptrdiff_t csb, size_t kc, size_t nc)
+                   ptrdiff_t rsb, ptrdiff_t csb, size_t kc, size_t nc,
+                   int avx2)
 {
     for (size_t j0 = 0; j0 < nc; j0 += BERT_PANEL, dst += ld_panel) {
         size_t w = nc - j0 < BERT_PANEL ? nc - j0 : BERT_PANEL;
+#if BERT_HAVE_X86_KERNELS
+        if (avx2 && rsb == 1) {
+            /* B^T row-major (weights, keys): 8 columns at a time through
+             * register transposes. */
+            size_t j = 0;
+            for (; j + 8 <= w; j += 8)
+                bert__transpose8(dst + j, BERT_PANEL,
+                                 B + (ptrdiff_t)(j0 + j) * csb, csb, kc);
+            for (; j < w; j++) {
+                const float *s = B + (ptrdiff_t)(j0 + j) * csb;
+                for (size_t p = 0; p < kc; p++)
+                    dst[p * BERT_PANEL + j] = s[p];
+            }
+            for (j = w; j < BERT_PANEL; j++)
+                for (size_t p = 0; p < kc; p++)
+                    dst[p * BERT_PANEL + j] = 0.0f;
+            continue;
+        }
+#endif
+        (void)avx2;
         if (csb == 1) {
             /* Row-major B: each panel row is a contiguous run. */
             for (size_t p = 0; p < kc; p++) {
@@ -291,6 +312,7 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
         return BERT_ENOMEM;
     const float *w = W->w;
     size_t n = W->n, k = W->k;
+    int avx2 = bert__kernels_supported(BERT_KERNELS_AVX2, NULL, 0);
     (void)n_threads;
     /* KC-row blocks one after the other, each holding every panel's kc x 48
      * block: the order the loops read them in, so a product streams its
@@ -306,7 +328,8 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
             size_t kc = k - pc < KC ? k - pc : KC;
             /* W^T's columns are W's rows: strides (1, k). */
             pack_b(p + pc * np * BERT_PANEL + j * kc * BERT_PANEL, 0,
-                   w + j * BERT_PANEL * k + pc, 1, (ptrdiff_t)k, kc, nc);
+                   w + j * BERT_PANEL * k + pc, 1, (ptrdiff_t)k, kc, nc,
+                   avx2);
         }
     }
     W->panels = p;
@@ -425,7 +448,7 @@ static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
             size_t kc = k - pc < KC ? k - pc : KC;
             pack_b(bbuf, kc * BERT_PANEL,
                    jb->B + (ptrdiff_t)pc * jb->rsb + (ptrdiff_t)jc * jb->csb,
-                   jb->rsb, jb->csb, kc, nc);
+                   jb->rsb, jb->csb, kc, nc, 1);
             slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
                   bbuf, kc * BERT_PANEL, nc, C + (ptrdiff_t)jc * jb->csc,
                   jb->rsc, jb->csc, jb->alpha, acc0 || pc > 0, abuf);

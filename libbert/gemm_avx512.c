@@ -73,18 +73,19 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 #endif
 
 #if BERT_HAVE_X86_KERNELS
-/* Packs 8 full rows of a row-major A (row stride rsa) into the kernel's
- * column-by-column panel (dst[p*8 + i] = A(i, p)), 8 columns at a time
- * through an in-register 8x8 transpose instead of 64 scalar moves. */
+/* dst[p*ld + i] = src[i*ss + p] for i < 8, p < kc: eight contiguous source
+ * rows become kc groups of 8, through in-register 8x8 transposes instead of
+ * 64 scalar moves per block.  Packs the AVX-512 kernel's 8-row A panels
+ * (ld 8) and the panels of a transposed B (ld BERT_PANEL). */
 __attribute__((target("avx2")))
-void bert__pack_a8(float *restrict dst, const float *A, ptrdiff_t rsa,
-                   size_t kc)
+void bert__transpose8(float *restrict dst, size_t ld, const float *src,
+                      ptrdiff_t ss, size_t kc)
 {
     const float *r[8];
     for (int i = 0; i < 8; i++)
-        r[i] = A + (ptrdiff_t)i * rsa;
+        r[i] = src + (ptrdiff_t)i * ss;
     size_t p = 0;
-    for (; p + 8 <= kc; p += 8, dst += 64) {
+    for (; p + 8 <= kc; p += 8, dst += 8 * ld) {
         __m256 r0 = _mm256_loadu_ps(r[0] + p), r1 = _mm256_loadu_ps(r[1] + p);
         __m256 r2 = _mm256_loadu_ps(r[2] + p), r3 = _mm256_loadu_ps(r[3] + p);
         __m256 r4 = _mm256_loadu_ps(r[4] + p), r5 = _mm256_loadu_ps(r[5] + p);
@@ -101,16 +102,16 @@ void bert__pack_a8(float *restrict dst, const float *A, ptrdiff_t rsa,
         __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
         __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
         __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-        _mm256_storeu_ps(dst + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(dst + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(dst + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(dst + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(dst + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(dst + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
-        _mm256_storeu_ps(dst + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+        _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
+        _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+        _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+        _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+        _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+        _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+        _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+        _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
-    for (; p < kc; p++, dst += 8)
+    for (; p < kc; p++, dst += ld)
         for (int i = 0; i < 8; i++)
             dst[i] = r[i][p];
 }

@@ -40,10 +40,10 @@ typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
 enum { BERT_AVX512_MR = 8, BERT_AVX512_NR = 48 };
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate);
-/* The 8-row A panel of the AVX-512 kernel from a row-major A (row stride
- * rsa): dst[p*8 + i] = A(i, p) for p < kc (needs AVX2). */
-void bert__pack_a8(float *restrict dst, const float *A, ptrdiff_t rsa,
-                   size_t kc);
+/* dst[p*ld + i] = src[i*ss + p] for i < 8, p < kc (needs AVX2): packs
+ * 8-row A panels (ld 8) and transposed B panels (ld BERT_PANEL). */
+void bert__transpose8(float *restrict dst, size_t ld, const float *src,
+                      ptrdiff_t ss, size_t kc);
 /* 6 x 16: 12 ymm accumulators, two B vectors, one broadcast. */
 enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
