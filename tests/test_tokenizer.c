@@ -325,10 +325,24 @@ static void test_pair_and_truncation(void)
     p.max_length = 4;
     CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
     CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a [SEP]");
-    /* max_length below the special tokens keeps only them */
+    /* max_length below the special tokens cannot be honoured: an error
+     * (it used to return 3 tokens for max_length 1) */
     p.max_length = 1;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(enc->n, 0);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_EINVAL);
+    p.max_length = 2;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [SEP]");
+    p.max_length = 3;
     CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
     CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [SEP] [SEP]");
+    /* without special tokens max_length 1 is fine */
+    p.max_length = 1;
+    p.add_special_tokens = 0;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "a");
 }
 
 static void test_padding(void)
@@ -345,6 +359,13 @@ static void test_padding(void)
     }
     CU_ASSERT_EQUAL(enc->word_ids[5], -1);
     CU_ASSERT_EQUAL(enc->type_ids[5], 0);
+    /* a pad_to no allocation can hold: ENOMEM, not an endless doubling */
+    const size_t huge[] = {((size_t)1 << 63) + 1, SIZE_MAX, SIZE_MAX / 2 + 7};
+    for (int i = 0; i < 3; i++) {
+        p.pad_to = huge[i];
+        CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_ENOMEM);
+        CU_ASSERT_EQUAL(enc->n, 0);
+    }
     p.pad_to = 2; /* shorter than the sequence: no-op */
     CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_OK);
     CU_ASSERT_EQUAL(enc->n, 4);

@@ -102,9 +102,14 @@ static int enc_reserve(bert_encoding *e, size_t need)
     enc_priv *p = e->priv_;
     if (need <= p->cap)
         return BERT_OK;
+    /* the largest array holds 2 int64_t per token: beyond that, or when
+     * doubling would wrap, no allocation can succeed */
+    const size_t max_cap = SIZE_MAX / (2 * sizeof *e->byte_offsets);
+    if (need > max_cap)
+        return BERT_ENOMEM;
     size_t cap = p->cap ? p->cap : 256;
     while (cap < need)
-        cap *= 2;
+        cap = cap > max_cap / 2 ? max_cap : cap * 2;
     GROW(e->ids, cap);
     GROW(e->type_ids, cap);
     GROW(e->attention_mask, cap);
@@ -477,6 +482,13 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     int32_t cls_id = t->special[BERT_TOKEN_CLS], sep_id = t->special[BERT_TOKEN_SEP];
     if (sp && (cls_id < 0 || sep_id < 0))
         return bert__set_error(err, BERT_EFORMAT, -1, "the vocabulary lacks [CLS] or [SEP]");
+    /* A max_length below the special tokens cannot be honoured: refuse it
+     * rather than return more tokens than the caller made room for. */
+    size_t n_special = sp ? (has_pair ? 3 : 2) : 0;
+    if (prm.max_length > 0 && prm.max_length < n_special)
+        return bert__set_error(err, BERT_EINVAL, -1,
+                               "max_length %zu is smaller than the %zu special tokens", prm.max_length,
+                               n_special);
 
     enc_priv *p = e->priv_;
     seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0};
@@ -509,8 +521,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     size_t k1 = seen1, k2 = seen2;
     if (prm.max_length > 0) {
         /* lengths count the special tokens, as the reference does */
-        size_t added = sp ? (has_pair ? 3 : 2) : 0;
-        size_t eff = prm.max_length > added ? prm.max_length - added : 0;
+        size_t eff = prm.max_length - n_special;
         if ((rc = truncate_lengths(eff, prm.truncation, has_pair, &k1, &k2, err)))
             return rc;
     }

@@ -1,0 +1,50 @@
+#!/bin/sh
+# The tools against the adversarial cases of issue 15 (each block names its
+# item): hostile model directories, inputs and options.  Uses the bundled
+# data/sentiment model, through copies whose model.safetensors is a
+# symbolic link.
+. "$(dirname "$0")/lib.sh"
+B=$top_builddir/apps
+D=$top_srcdir/data/sentiment
+needs -f "$D/model.safetensors" "$D"
+mktmp
+
+# check_err NAME FILE: a sanitizer report in FILE fails the test
+check_err() {
+    if grep -q -e 'Sanitizer' -e 'runtime error' "$2"; then
+        die "$1: sanitizer report: $(head -5 "$2")"
+    fi
+}
+# model NAME: $tmp/NAME, a copy of data/sentiment (weights linked)
+model() {
+    mkdir -p "$tmp/$1"
+    for f in config.json vocab.txt special_tokens_map.json tokenizer_config.json; do
+        cp "$D/$f" "$tmp/$1/"
+    done
+    ln -s "$(cd "$D" && pwd)/model.safetensors" "$tmp/$1/model.safetensors"
+}
+# expect NAME STATUS PATTERN CMD...: CMD exits STATUS, stderr matches
+# PATTERN (grep -E; empty: anything), no sanitizer report
+expect() {
+    name=$1 want=$2 pat=$3; shift 3
+    "$@" > "$tmp/out" 2> "$tmp/err" < "${stdin:-/dev/null}"; st=$?
+    [ "$st" = "$want" ] || die "$name: exit status $st, want $want: $(head -3 "$tmp/err")"
+    [ -z "$pat" ] || grep -Eq -- "$pat" "$tmp/err" || die "$name: stderr lacks /$pat/: $(head -3 "$tmp/err")"
+    check_err "$name" "$tmp/err"
+}
+
+# --- 1. model_max_length 1 / --max-length 1: no overflow, a clear error --
+model ml1
+sed 's/"model_max_length": *[0-9]*/"model_max_length": 1/' "$D/tokenizer_config.json" > "$tmp/ml1/tokenizer_config.json"
+expect "item 1 sentiment" 2 'no room for text' "$B/bert-sentiment" --model "$tmp/ml1" 'a good film'
+printf 'a good film\nA\tpair\n' > "$tmp/two"
+stdin=$tmp/two expect "item 1 infer" 2 '' "$B/bert-infer" --model "$tmp/ml1"
+[ "$(grep -c '"error":".*max_length 1' "$tmp/out")" = 2 ] || die "item 1 infer: $(cat "$tmp/out")"
+for n in 1 2; do
+    stdin=$tmp/two expect "item 1 tokenize $n" 2 "max_length $n is smaller" "$B/bert-tokenize" --model "$D" --max-length $n
+    awk 'NF > '"$n"' { bad = 1 } END { exit bad }' "$tmp/out" || die "item 1: --max-length $n gave more tokens: $(cat "$tmp/out")"
+done
+stdin=$tmp/two expect "item 1 tokenize 3" 0 '' "$B/bert-tokenize" --model "$D" --max-length 3
+[ "$(awk '{ print NF }' "$tmp/out" | tr '\n' ' ')" = "3 3 " ] || die "item 1: --max-length 3: $(cat "$tmp/out")"
+
+exit $fail
