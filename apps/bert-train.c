@@ -30,7 +30,7 @@ typedef struct {
     long batch, accum, max_len, threads, log_every, dev_max, stop_epochs;
     double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
     unsigned long long seed;
-    int resume, all_subtokens, no_dropout, lowercase, quiet, sinpos;
+    int resume, save_state, all_subtokens, no_dropout, lowercase, quiet, sinpos;
 } opts_t;
 
 static void usage(FILE *f)
@@ -83,7 +83,11 @@ static void usage(FILE *f)
 "                         still spans --epochs): reproduces a cut run\n"
 "  --dev-max N            evaluate on at most N dev examples\n"
 "  --log-every N          also log every N steps (default: per epoch)\n"
-"  --resume               continue from --out's trainer_state.bin\n"
+"  --save-state           after every epoch, also write the resume state\n"
+"                         (weights and AdamW moments, about 3x the model:\n"
+"                         trainer_state.bin, trainer_progress.txt) into --out\n"
+"  --resume               continue from the state --save-state wrote in --out\n"
+"                         (and keep saving it)\n"
 "  -q, --quiet            no progress output\n"
 "  --help, --version\n\n"
 "Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n");
@@ -987,14 +991,19 @@ static int copy_file(const char *from, const char *to)
     size_t len;
     if (read_file(from, &buf, &len))
         return -1;
-    FILE *f = fopen(to, "wb");
+    char tmp[4096];
+    FILE *f = app_create(to, tmp);
     if (!f) {
         free(buf);
         return -1;
     }
     int ok = fwrite(buf, 1, len, f) == len;
     free(buf);
-    return (fclose(f) == 0 && ok) ? 0 : -1;
+    if (!ok) {
+        app_discard(f, tmp);
+        return -1;
+    }
+    return app_commit(f, tmp, to);
 }
 
 /* Hugging Face name of the word or position ("word", "position") embedding
@@ -1025,7 +1034,8 @@ static int set_distilbert_tokenizer_class(const char *out)
     for (size_t i = 0; !at && i + m <= len; i++)
         if (memcmp(buf + i, from, m) == 0)
             at = buf + i;
-    FILE *f = at ? fopen(path, "wb") : NULL;
+    char tmp[4096];
+    FILE *f = at ? app_create(path, tmp) : NULL;
     if (!f) {
         free(buf);
         return -1;
@@ -1035,7 +1045,11 @@ static int set_distilbert_tokenizer_class(const char *out)
              fputs("\"tokenizer_class\": \"DistilBertTokenizer\"", f) >= 0 &&
              fwrite(buf + tail, 1, len - tail, f) == len - tail;
     free(buf);
-    return (fclose(f) == 0 && ok) ? 0 : -1;
+    if (!ok) {
+        app_discard(f, tmp);
+        return -1;
+    }
+    return app_commit(f, tmp, path);
 }
 
 static int write_tokenizer_files(const char *vocab_dir, const char *out,
@@ -1051,13 +1065,94 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
     if (cfg->is_distilbert && set_distilbert_tokenizer_class(out))
         return -1;
     snprintf(b, sizeof b, "%s/special_tokens_map.json", out);
-    FILE *f = fopen(b, "w");
+    char tmp[4096];
+    FILE *f = app_create(b, tmp);
     if (!f)
         return -1;
     fprintf(f, "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n"
                "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
                "  \"unk_token\": \"[UNK]\"\n}\n");
-    return fclose(f) ? -1 : 0;
+    return app_commit(f, tmp, b);
+}
+
+/* Saves the model into out: bert_trainer_save writes into a fresh staging
+ * directory inside out, then each file is fsynced and renamed over its
+ * final name (a kill or a full disk during the save leaves the previous
+ * model whole).  Then the tokenizer files, each written the same way.
+ * Returns 0, or -1 after printing the reason. */
+static int save_model(bert_trainer *t, const char *vocab_dir, const char *out,
+                      int lowercase)
+{
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    char stage[4096], a[4200], b[4096];
+    bert_error err;
+    snprintf(stage, sizeof stage, "%s/.bert-train-save.%ld", out,
+             (long)getpid());
+    if (mkdir(stage, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bert-train: cannot create %s: %s\n", stage,
+                strerror(errno));
+        return -1;
+    }
+    int rc = bert_trainer_save(t, stage, &err);
+    if (rc)
+        fprintf(stderr, "bert-train: %s\n", err.text);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s/%s", stage, files[i]);
+        snprintf(b, sizeof b, "%s/%s", out, files[i]);
+        if (!rc && app_commit(NULL, a, b)) {
+            fprintf(stderr, "bert-train: cannot write %s: %s\n", b,
+                    strerror(errno));
+            rc = -1;
+        }
+        unlink(a);
+    }
+    rmdir(stage);
+    if (rc)
+        return -1;
+    if (write_tokenizer_files(vocab_dir, out, lowercase,
+                              bert_trainer_config(t))) {
+        fprintf(stderr, "bert-train: cannot write the tokenizer files into "
+                        "%s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the resume state (trainer_state.bin, trainer_progress.txt) into
+ * out, each file whole or not at all.  Returns 0, or -1 after printing the
+ * reason. */
+static int save_resume_state(bert_trainer *t, const char *out, size_t epoch,
+                             double best)
+{
+    char path[4096], tmp[4096];
+    bert_error err;
+    snprintf(path, sizeof path, "%s/trainer_state.bin", out);
+    FILE *f = app_create(path, tmp);
+    if (!f) {
+        fprintf(stderr, "bert-train: cannot create %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    if (bert_trainer_save_state(t, tmp, &err)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path, err.text);
+        app_discard(NULL, tmp);
+        return -1;
+    }
+    if (app_commit(NULL, tmp, path)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/trainer_progress.txt", out);
+    if (!(f = app_create(path, tmp)) ||
+        fprintf(f, "%zu %.17g\n", epoch, best) < 0 ||
+        app_commit(f, tmp, path)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 
@@ -1261,7 +1356,8 @@ int main(int argc, char **argv)
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
            O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
-           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP };
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP,
+           O_SAVESTATE };
     static const struct option lo[] = {
         {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
         {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
@@ -1277,7 +1373,7 @@ int main(int argc, char **argv)
         {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
         {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
-        {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR},
+        {"resume", 0, 0, O_RESUME}, {"save-state", 0, 0, O_SAVESTATE}, {"embedding-lr-scale", 1, 0, O_EMBLR},
         {"sinusoidal-positions", 0, 0, O_SINPOS},
         {"stop-after-epochs", 1, 0, O_STOPEP}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
@@ -1327,7 +1423,8 @@ int main(int argc, char **argv)
         case O_MAXMIN: o.max_minutes = v; break;
         case O_DEVMAX: o.dev_max = (long)v; break;
         case O_LOGEVERY: o.log_every = (long)v; break;
-        case O_RESUME: o.resume = 1; break;
+        case O_RESUME: o.resume = o.save_state = 1; break;
+        case O_SAVESTATE: o.save_state = 1; break;
         case O_EMBLR: o.emb_lr = v; break;
         case O_SINPOS: o.sinpos = 1; break;
         case O_STOPEP: o.stop_epochs = (long)v; break;
@@ -1374,6 +1471,28 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *vocab_dir = o.vocab ? o.vocab : o.init;
+    /* --out now, so that a bad path fails before any training */
+    {
+        struct stat st;
+        char probe[4096], tmp[4096];
+        FILE *f = NULL;
+        if (mkdir(o.out, 0755) && errno != EEXIST) {
+            fprintf(stderr, "bert-train: cannot create --out %s: %s\n", o.out,
+                    strerror(errno));
+            return EXIT_BADINPUT;
+        }
+        if (stat(o.out, &st) || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "bert-train: --out %s is not a directory\n", o.out);
+            return EXIT_BADINPUT;
+        }
+        snprintf(probe, sizeof probe, "%s/.bert-train-probe", o.out);
+        if (!(f = app_create(probe, tmp))) {
+            fprintf(stderr, "bert-train: cannot write into --out %s: %s\n",
+                    o.out, strerror(errno));
+            return EXIT_BADINPUT;
+        }
+        app_discard(f, tmp);
+    }
 
     /* tokenizer */
     bert_error err;
@@ -1449,6 +1568,13 @@ int main(int argc, char **argv)
         free(map);
     }
     labs.fixed = 1;
+    if ((o.task == BERT_TRAIN_SEQUENCE || o.task == BERT_TRAIN_TOKEN) &&
+        labs.n < 2) {
+        fprintf(stderr, "bert-train: %s: every example has the label \"%s\"; "
+                        "a classifier needs at least two labels\n",
+                o.train, labs.n ? labs.names[0] : "");
+        return EXIT_BADINPUT;
+    }
     if (o.dev) {
         if (o.task == BERT_TRAIN_SEQUENCE)
             rc = load_csv(o.dev, &o, &k, &labs, &dv);
@@ -1488,6 +1614,21 @@ int main(int argc, char **argv)
         return EXIT_BADINPUT;
     }
     size_t V = bert_trainer_config(t)->vocab_size;
+    if (p.dropout) {
+        const bert_config *bc = bert_trainer_config(t);
+        const float pr[3] = {bc->hidden_dropout, bc->attention_dropout,
+                             bc->classifier_dropout};
+        static const char *const nm[3] = {"hidden", "attention",
+                                          "classifier"};
+        for (int i = 0; i < 3; i++)
+            if (!(pr[i] < 1)) {
+                fprintf(stderr, "bert-train: the %s dropout probability is "
+                                "%g: it would drop every activation (use "
+                                "< 1, or --no-dropout)\n",
+                        nm[i], (double)pr[i]);
+                return EXIT_BADINPUT;
+            }
+    }
     if (bert_tokenizer_vocab_size(k.tok) > V) {
         fprintf(stderr, "bert-train: the vocabulary has %zu tokens, the model "
                         "%zu\n", bert_tokenizer_vocab_size(k.tok), V);
@@ -1499,7 +1640,6 @@ int main(int argc, char **argv)
                 o.max_len, bert_trainer_config(t)->max_position);
         return EXIT_USAGE;
     }
-    mkdir(o.out, 0755);
     if (o.sinpos && !o.resume) {
         float *pe;
         size_t pn;
@@ -1545,12 +1685,8 @@ int main(int argc, char **argv)
             we[i] = (float)(vec[i] * (0.05 / (sd > 0 ? sd : 1)));
         memset(we + (size_t)k.pad * H, 0, H * sizeof(float));
         free(vec);
-        if (bert_trainer_save(t, o.out, &err) ||
-            write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                  bert_trainer_config(t))) {
-            fprintf(stderr, "bert-train: cannot save into %s\n", o.out);
+        if (save_model(t, vocab_dir, o.out, o.lowercase))
             return EXIT_BADINPUT;
-        }
         if (!o.quiet)
             fprintf(stderr, "bert-train: word embeddings trained in %.0f s; "
                             "model in %s\n", now() - t0, o.out);
@@ -1670,26 +1806,11 @@ int main(int argc, char **argv)
                     improved ? " (best, saved)" : "");
         if (improved) {
             best = r.main;
-            if (bert_trainer_save(t, o.out, &err)) {
-                fprintf(stderr, "bert-train: %s\n", err.text);
+            if (save_model(t, vocab_dir, o.out, o.lowercase))
                 return EXIT_BADINPUT;
-            }
-            if (write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                      bert_trainer_config(t))) {
-                fprintf(stderr, "bert-train: cannot write tokenizer files into "
-                                "%s\n", o.out);
-                return EXIT_BADINPUT;
-            }
         }
-        snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
-        if (bert_trainer_save_state(t, path, &err))
-            fprintf(stderr, "bert-train: warning: %s\n", err.text);
-        snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
-        FILE *f = fopen(path, "w");
-        if (f) {
-            fprintf(f, "%zu %.17g\n", ep + 1, best);
-            fclose(f);
-        }
+        if (o.save_state && save_resume_state(t, o.out, ep + 1, best))
+            return EXIT_BADINPUT;
     }
     /* Without a dev set the "best" epoch is the one of lowest train loss
      * (kept as its negative, so that larger is better everywhere). */

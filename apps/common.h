@@ -35,6 +35,23 @@ void app_json_string(FILE *f, const char *s, size_t n);
 /* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). */
 size_t app_utf8_valid(const char *s, size_t n);
 
+/* ---- files written whole or not at all ---- */
+
+/* Every file the tools write goes to a temporary file beside it, is
+ * flushed to disk (fsync) and renamed over the final name, so that a kill,
+ * a full disk or a crash during a write leaves the previous file intact.
+ *
+ * app_create(path, tmp): opens the temporary file for path (its name, at
+ * most 4096 bytes, is written to tmp) for writing; NULL with errno set.
+ * app_commit(f, tmp, path): flushes, fsyncs and closes f, renames tmp to
+ * path and fsyncs the directory.  Returns 0, or -1 with errno set after
+ * removing tmp (path untouched).  f NULL: only the rename part (for a file
+ * written by someone else at tmp).
+ * app_discard(f, tmp): closes f (when not NULL) and removes tmp. */
+FILE *app_create(const char *path, char *tmp);
+int app_commit(FILE *f, const char *tmp, const char *path);
+void app_discard(FILE *f, const char *tmp);
+
 /* ---- in common_model.c, for the tools that link libbert ---- */
 
 /* Loads the model of a tool: *dir, or when *dir is NULL the bundled default
