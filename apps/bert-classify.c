@@ -120,6 +120,7 @@ typedef struct by_len {
 typedef struct app {
     /* options */
     const char *model_dir, *col_spec, *pcol_spec, *out_path, *in_path;
+    char out_tmp[4096];     /* --out is written here, renamed at the end */
     int all_scores, jsonl, no_header, threads;
     size_t top_k, batch, window;
     /* input (opened by the main thread, then the reader's) */
@@ -817,6 +818,8 @@ static void process_window(app *a, window *w)
     if (ferror(a->out)) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
                 a->out_path ? a->out_path : "<stdout>", strerror(errno));
+        if (a->out_path)
+            app_discard(NULL, a->out_tmp);
         exit(EXIT_BADINPUT);
     }
     draw_progress(a, 0);
@@ -961,7 +964,7 @@ static int run(app *a)
     a->in_size = fstat(fileno(rd->in), &st) == 0 && S_ISREG(st.st_mode)
                      ? (long long)st.st_size : -1;
     if (a->out_path) {
-        a->out = fopen(a->out_path, "wb");
+        a->out = app_create(a->out_path, a->out_tmp);
         if (!a->out) {
             fprintf(stderr, PROG ": %s: %s\n", a->out_path, strerror(errno));
             return EXIT_BADINPUT;
@@ -997,9 +1000,13 @@ static int run(app *a)
     int status = classify_stream(a);
     pthread_join(a->rd_thread, NULL);
 
-    if (!status && !a->no_header && !rd->header_done)
+    if (!status && !a->no_header && !rd->header_done) {
         fprintf(stderr, PROG ": %s: empty input (no header row)\n", a->fname);
-    if (fflush(a->out) != 0 || (a->out != stdout && fclose(a->out) != 0)) {
+        status = EXIT_BADINPUT;
+    }
+    /* --out: flushed, fsynced and renamed over the file only when whole */
+    if (a->out == stdout ? fflush(a->out) != 0
+                         : app_commit(a->out, a->out_tmp, a->out_path) != 0) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
                 a->out_path ? a->out_path : "<stdout>", strerror(errno));
         status = EXIT_BADINPUT;

@@ -1041,7 +1041,8 @@ static int write_output(const options *o, const bpe_t *b)
     }
     char path[PATH_MAX_LEN];
     snprintf(path, sizeof path, "%s/vocab.txt", o->out); /* fits: parse_args */
-    FILE *f = fopen(path, "w");
+    char tmp[PATH_MAX_LEN + 64];
+    FILE *f = app_create(path, tmp);
     if (!f) {
         fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
         return -1;
@@ -1050,8 +1051,7 @@ static int write_output(const options *o, const bpe_t *b)
         fputs(b->tok[i], f);
         putc('\n', f);
     }
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
+    if (app_commit(f, tmp, path)) {
         fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
         return -1;
     }

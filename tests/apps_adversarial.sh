@@ -47,4 +47,26 @@ done
 stdin=$tmp/two expect "item 1 tokenize 3" 0 '' "$B/bert-tokenize" --model "$D" --max-length 3
 [ "$(awk '{ print NF }' "$tmp/out" | tr '\n' ' ')" = "3 3 " ] || die "item 1: --max-length 3: $(cat "$tmp/out")"
 
+# --- 2. the other tools' output files: whole or not at all ----------------
+# bert-classify --out and bert-vocab --out, cut by a file size limit of 2
+# blocks (1 or 2 kB), keep the previous file.
+{ echo text; i=0; while [ $i -lt 200 ]; do echo "a rather good film number $i"; i=$((i + 1)); done; } > "$tmp/many.csv"
+echo 'previous output' > "$tmp/prev.csv"
+cp "$tmp/prev.csv" "$tmp/cls.csv"
+( trap '' XFSZ; ulimit -f 2; exec "$B/bert-classify" --model "$D" --column text -o "$tmp/cls.csv" "$tmp/many.csv" ) \
+    > /dev/null 2> "$tmp/err"; st=$?
+[ $st = 2 ] || die "item 2 classify: exit $st: $(cat "$tmp/err")"
+cmp -s "$tmp/cls.csv" "$tmp/prev.csv" || die "item 2 classify: a failed --out write damaged the previous file"
+[ -z "$(ls -A "$tmp" | grep '^\.')" ] || die "item 2 classify: temporary file left: $(ls -A "$tmp")"
+mkdir "$tmp/voc" && cp "$tmp/prev.csv" "$tmp/voc/vocab.txt"
+( trap '' XFSZ; ulimit -f 2; exec "$B/bert-vocab" -q --vocab-size 2000 --min-frequency 1 --out "$tmp/voc" "$D/vocab.txt" ) \
+    > /dev/null 2> "$tmp/err"; st=$?
+[ $st = 2 ] || die "item 2 vocab: exit $st: $(cat "$tmp/err")"
+cmp -s "$tmp/voc/vocab.txt" "$tmp/prev.csv" || die "item 2 vocab: a failed write damaged the previous vocab.txt"
+[ "$(ls -A "$tmp/voc")" = vocab.txt ] || die "item 2 vocab: temporary file left: $(ls -A "$tmp/voc")"
+
+# --- exit codes: an empty CSV is an error ---------------------------------
+: > "$tmp/empty.csv"
+expect "empty csv" 2 'empty input' "$B/bert-classify" --model "$D" --column text "$tmp/empty.csv"
+
 exit $fail
