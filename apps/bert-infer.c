@@ -148,7 +148,8 @@ typedef struct line {
     char *text;
     size_t len;
     long no;             /* 1-based input line */
-    int ok;              /* encoded */
+    int ok;              /* encoded (and, after the run, scored) */
+    size_t slot, row;    /* its input of the run, its first output row */
     char error[600];
     bert_encoding *enc;
 } line;
@@ -322,23 +323,36 @@ int main(int argc, char **argv)
             in[ni].type_ids = L[i].enc->type_ids;
             in[ni].n = L[i].enc->n;
             rowof[ni] = rows;
+            L[i].slot = ni;
+            L[i].row = rows;
             rows += L[i].enc->n;
             ni++;
         }
         if (ni) {
             bert_outputs out = {logits, pool, hid};
             rc = bert_session_run(s, in, ni, &out);
-            if (rc != BERT_OK) {
-                fprintf(stderr, "bert-infer: lines %ld-%ld: %s: %s\n",
-                        L[0].no, L[nb - 1].no, bert_strerror(rc),
-                        bert_session_errmsg(s));
-                status = EXIT_BADINPUT;
-                fatal = 1;
-                break;
+            /* A failed run (one bad line fails the whole batch): each line
+             * alone, into its own place of the outputs, so that only the
+             * bad lines get an error and line N still answers line N. */
+            for (size_t i = 0; rc != BERT_OK && i < nb; i++) {
+                line *l = &L[i];
+                if (!l->ok)
+                    continue;
+                bert_outputs one = {
+                    logits ? logits + (c->task == BERT_TASK_TOKEN ? l->row
+                                                                  : l->slot) * C
+                           : NULL,
+                    pool ? pool + l->slot * H : NULL,
+                    hid ? hid + l->row * H : NULL};
+                int r1 = bert_session_run(s, &in[l->slot], 1, &one);
+                if (r1 != BERT_OK) {
+                    snprintf(l->error, sizeof l->error, "line %ld: %s: %s",
+                             l->no, bert_strerror(r1), bert_session_errmsg(s));
+                    l->ok = 0;
+                }
             }
         }
         /* Print in input order. */
-        size_t k = 0;
         for (size_t i = 0; i < nb; i++) {
             line *l = &L[i];
             if (!l->ok) {
@@ -348,7 +362,7 @@ int main(int argc, char **argv)
                 status = EXIT_BADINPUT;
                 continue;
             }
-            size_t n = l->enc->n, r0 = rowof[k];
+            size_t n = l->enc->n, r0 = l->row, k = l->slot;
             fputs("{\"ids\":", stdout);
             json_ids(stdout, l->enc->ids, n);
             if (c->task == BERT_TASK_SEQUENCE) {
@@ -382,10 +396,9 @@ int main(int argc, char **argv)
                 json_floats(stdout, pool + k * H, H);
             }
             fputs("}\n", stdout);
-            k++;
         }
         if (ferror(stdout)) {
-            fprintf(stderr, "bert-infer: write error\n");
+            fprintf(stderr, "bert-infer: write error: %s\n", strerror(errno));
             status = EXIT_BADINPUT;
             break;
         }
@@ -404,7 +417,10 @@ int main(int argc, char **argv)
     free(probs);
     bert_session_free(s);
     bert_model_free(m);
-    if (fflush(stdout) != 0 && status == EXIT_OK)
+    /* (a write error seen in the loop was reported there) */
+    if (!ferror(stdout) && fflush(stdout) != 0) {
+        fprintf(stderr, "bert-infer: write error: %s\n", strerror(errno));
         status = EXIT_BADINPUT;
+    }
     return status;
 }

@@ -32,6 +32,21 @@ expect() {
     [ -z "$pat" ] || grep -Eq -- "$pat" "$tmp/err" || die "$name: stderr lacks /$pat/: $(head -3 "$tmp/err")"
     check_err "$name" "$tmp/err"
 }
+# tiny NAME [TYPE_VOCAB]: $tmp/NAME, a tiny model (hidden 8, one layer)
+# trained for one epoch by bert-train on the vocabulary of data/sentiment
+tiny() {
+    cat > "$tmp/tiny.json" <<EOC
+{"architectures": ["BertForSequenceClassification"], "model_type": "bert",
+ "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+ "intermediate_size": 16, "max_position_embeddings": 64,
+ "vocab_size": $(wc -l < "$D/vocab.txt"), "type_vocab_size": ${2:-2},
+ "hidden_act": "gelu"}
+EOC
+    { echo text,label; echo "good film,positive"; echo "bad film,negative"; } > "$tmp/tiny.csv"
+    "$B/bert-train" -q --config "$tmp/tiny.json" --vocab "$D" --task sequence \
+        --train "$tmp/tiny.csv" --out "$tmp/$1" --epochs 1 --max-length 64 ||
+        die "tiny model $1: bert-train exited $?"
+}
 
 # --- 1. model_max_length 1 / --max-length 1: no overflow, a clear error --
 model ml1
@@ -68,5 +83,27 @@ cmp -s "$tmp/voc/vocab.txt" "$tmp/prev.csv" || die "item 2 vocab: a failed write
 # --- exit codes: an empty CSV is an error ---------------------------------
 : > "$tmp/empty.csv"
 expect "empty csv" 2 'empty input' "$B/bert-classify" --model "$D" --column text "$tmp/empty.csv"
+
+# --- 4. a failed model run costs its own line only ------------------------
+# type_vocab_size 1: a pair (type id 1) fails in the model, in the middle of
+# a batch
+tiny tv1 1
+i=1; while [ $i -le 40 ]; do
+    if [ $i = 21 ]; then printf 'a\tpair\n'; else echo "text $i"; fi; i=$((i + 1))
+done > "$tmp/40"
+stdin=$tmp/40 expect "item 4" 2 '' "$B/bert-infer" --model "$tmp/tv1"
+[ "$(wc -l < "$tmp/out")" = 40 ] || die "item 4: $(wc -l < "$tmp/out") output lines for 40"
+[ "$(grep -c '"label"' "$tmp/out")" = 39 ] || die "item 4: 39 lines should be scored"
+sed -n 21p "$tmp/out" | grep -q '^{"line":21,"error":".*type' || die "item 4: line 21: $(sed -n 21p "$tmp/out")"
+# ... and equal to the same lines run one at a time
+grep -v "$(printf '\t')" "$tmp/40" > "$tmp/39"
+"$B/bert-infer" --model "$tmp/tv1" --batch 1 < "$tmp/39" > "$tmp/want" || die "item 4: --batch 1"
+grep -v '"error"' "$tmp/out" | cmp -s - "$tmp/want" || die "item 4: the rescued lines differ from single runs"
+# a write error is reported, not only the exit status
+echo hello > "$tmp/one"
+if [ -w /dev/full ]; then
+    "$B/bert-infer" --model "$tmp/tv1" < "$tmp/one" > /dev/full 2> "$tmp/err"; st=$?
+    [ $st = 2 ] && grep -q 'write error' "$tmp/err" || die "/dev/full: exit $st: $(cat "$tmp/err")"
+fi
 
 exit $fail
