@@ -135,6 +135,7 @@ typedef struct app {
     /* output (main thread) */
     FILE *out;
     long long nwritten, nerrors, ndone, consumed;
+    long long nmodel_errors; /* rows the model failed on: exit status 2 */
     /* model */
     bert_model *m;
     bert_session *s;
@@ -738,9 +739,11 @@ static void run_batch(app *a, window *w, by_len *b, size_t nb)
         /* find the culprit: run the rows one at a time */
         for (size_t k = 0; k < nb; k++) {
             bert_outputs o1 = {a->logits + k * a->C, NULL, NULL};
-            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0)
+            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0) {
                 row_fail(&w->rows[b[k].i], ERR_MODEL, "model run failed: %s",
                          bert_session_errmsg(a->s));
+                a->nmodel_errors++;
+            }
         }
     }
     for (size_t k = 0; k < nb; k++)
@@ -882,8 +885,10 @@ static void usage(FILE *f)
 "(or sigmoid for multi-label and one-label models), as Hugging Face's\n"
 "text-classification pipeline.\n"
 "\n"
-"Exit status: 0 success (rows with errors included), 1 usage error,\n"
-"2 bad model, unreadable or malformed input (complete rows are written).\n"
+"Exit status: 0 success (rows with input errors included), 1 usage error,\n"
+"2 bad model (also when the model fails on a row, e.g. a NaN or infinite\n"
+"score: the row gets an error), unreadable or malformed input (complete\n"
+"rows are written).\n"
 "\n"
 "Examples:\n"
 "  " PROG " --column review reviews.csv > labelled.csv\n"
@@ -1000,6 +1005,8 @@ static int run(app *a)
     int status = classify_stream(a);
     pthread_join(a->rd_thread, NULL);
 
+    if (a->nmodel_errors)
+        status = EXIT_BADINPUT;
     if (!status && !a->no_header && !rd->header_done) {
         fprintf(stderr, PROG ": %s: empty input (no header row)\n", a->fname);
         status = EXIT_BADINPUT;

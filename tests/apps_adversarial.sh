@@ -106,4 +106,43 @@ if [ -w /dev/full ]; then
     [ $st = 2 ] && grep -q 'write error' "$tmp/err" || die "/dev/full: exit $st: $(cat "$tmp/err")"
 fi
 
+# --- 5. NaN weights: an error per text, valid JSON, exit 2 ----------------
+# nan_tail FILE N: the last N floats of FILE become NaN (the tensors are
+# sorted by name: the classifier's weight matrix comes last)
+nan_tail() {
+    sz=$(wc -c < "$1") k=0
+    while [ $k -lt "$2" ]; do printf '\000\000\300\177'; k=$((k + 1)); done |
+        dd of="$1" bs=1 seek=$((sz - 4 * $2)) conv=notrunc 2> /dev/null
+}
+# json_ok NAME: every line of $tmp/out is JSON without NaN/Infinity
+json_ok() {
+    if grep -qE '[:,[](-?nan|-?inf|NaN|-?Infinity)' "$tmp/out"; then die "$1: non-finite value printed: $(head -2 "$tmp/out")"; fi
+    if command -v python3 > /dev/null; then
+        python3 -c 'import json,sys
+for l in open(sys.argv[1]): json.loads(l, parse_constant=lambda c: sys.exit("bad constant " + c))' "$tmp/out" ||
+            die "$1: invalid JSON: $(head -2 "$tmp/out")"
+    fi
+}
+tiny nanseq
+nan_tail "$tmp/nanseq/model.safetensors" 16
+expect "item 5 sentiment" 2 'non-finite' "$B/bert-sentiment" --model "$tmp/nanseq" --json 'good' 'bad'
+json_ok "item 5 sentiment"
+[ "$(grep -c '"error":".*non-finite' "$tmp/out")" = 2 ] || die "item 5 sentiment: $(cat "$tmp/out")"
+printf 'text\ngood\nbad\n' > "$tmp/gb.csv"
+expect "item 5 classify" 2 'non-finite' "$B/bert-classify" --model "$tmp/nanseq" --column text --format jsonl "$tmp/gb.csv"
+json_ok "item 5 classify"
+grep -q '"label":"' "$tmp/out" && die "item 5 classify: a label for a NaN score: $(cat "$tmp/out")"
+printf 'good\n' > "$tmp/g"
+stdin=$tmp/g expect "item 5 infer" 2 '' "$B/bert-infer" --model "$tmp/nanseq"
+json_ok "item 5 infer"
+grep -q '"error":".*non-finite' "$tmp/out" || die "item 5 infer: $(cat "$tmp/out")"
+# a token model for bert-tag
+printf 'John\tB-PER\nlives\tO\n\nMary\tB-PER\nruns\tO\n' > "$tmp/t.conll"
+sed 's/BertForSequenceClassification/BertForTokenClassification/' "$tmp/tiny.json" > "$tmp/tok.json"
+"$B/bert-train" -q --config "$tmp/tok.json" --vocab "$D" --task token --train "$tmp/t.conll" \
+    --out "$tmp/nantok" --epochs 1 --max-length 32 || die "tiny token model: exit $?"
+nan_tail "$tmp/nantok/model.safetensors" 8
+expect "item 5 tag" 2 'non-finite' "$B/bert-tag" --model "$tmp/nantok" 'John lives here'
+json_ok "item 5 tag"
+
 exit $fail

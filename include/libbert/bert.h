@@ -176,7 +176,11 @@ typedef struct bert_outputs {
  * Outputs not produced by the model (pooler without a pooler, logits of a
  * base model) are left untouched.  Results equal running each sequence
  * alone (up to float rounding: BLIS may block differently).  On failure no
- * output is written.  Without out->hidden, all but token-classification
+ * output is written, except for BERT_EFORMAT: a logit came out NaN or
+ * infinite (a model with non-finite weights); the outputs are then written
+ * but meaningless, and every pipeline built on this call (bert_classify_*,
+ * bert_token_logits, bert_tag_text, the tools) reports that error instead of
+ * a score.  Without out->hidden, all but token-classification
  * models run the last layer for each sequence's first ([CLS]) row only, the
  * one the pooler and classifier read: same outputs up to float rounding, 7%
  * less work for BERT-base. */
