@@ -120,6 +120,9 @@ typedef struct by_len {
 typedef struct app {
     /* options */
     const char *model_dir, *col_spec, *pcol_spec, *out_path, *in_path;
+    const char *prefix;     /* of the added columns/keys ("" by default) */
+    char **keys;            /* JSONL: the header's names made unique */
+    int col_default;        /* --column not given: "text" */
     char out_tmp[4096];     /* --out is written here, renamed at the end */
     int all_scores, jsonl, no_header, threads;
     size_t top_k, batch, window;
@@ -275,32 +278,100 @@ static const char *label_name(const app *a, size_t i)
     return l ? l : "";
 }
 
+/* The i-th name the output adds to the input's (--prefix first): CSV
+ * label, score, label_K, score_K (--top-k), score_LABEL (--all-scores),
+ * error; JSONL label, score, top_k, scores, error.  NULL past the last.
+ * The result lives until the next call. */
+static const char *added_name(const app *a, size_t i)
+{
+    static char buf[1024];
+    const char *base = NULL;
+    char tmp[64];
+    if (a->jsonl) {
+        static const char *const k[] = {"label", "score", "top_k", "scores",
+                                        "error"};
+        if (i >= 5)
+            return NULL;
+        base = k[i];
+    } else if (i < 2) {
+        base = i ? "score" : "label";
+    } else if (i < 2 * a->top_k) {
+        snprintf(tmp, sizeof tmp, "%s_%zu", i % 2 ? "score" : "label",
+                 i / 2 + 1);
+        base = tmp;
+    } else if (a->all_scores && i < 2 * a->top_k + a->C) {
+        snprintf(buf, sizeof buf, "%sscore_%s", a->prefix,
+                 label_name(a, i - 2 * a->top_k));
+        return buf;
+    } else if (i == 2 * a->top_k + (a->all_scores ? a->C : 0)) {
+        base = "error";
+    } else {
+        return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s%s", a->prefix, base);
+    return buf;
+}
+
+static int field_is(const row *h, size_t j, const char *s)
+{
+    return h->flen[j] == strlen(s) && memcmp(h->buf + h->foff[j], s,
+                                             h->flen[j]) == 0;
+}
+
+/* The input column whose name an added column would repeat (-1: none);
+ * its name in *name. */
+static long name_clash(const app *a, const row *h, const char **name)
+{
+    for (size_t i = 0; (*name = added_name(a, i)); i++)
+        for (size_t j = 0; j < h->nf; j++)
+            if (field_is(h, j, *name))
+                return (long)j;
+    return -1;
+}
+
+/* JSONL keys of the header fields: the names, each repeated one renamed
+ * NAME.1, NAME.2 ... (as pandas does) so that no key appears twice. */
+static void make_keys(app *a)
+{
+    const row *h = &a->rd.header;
+    a->keys = xrealloc(NULL, (h->nf ? h->nf : 1) * sizeof *a->keys);
+    for (size_t j = 0; j < h->nf; j++) {
+        size_t n = h->flen[j];
+        char *k = xrealloc(NULL, n + 24);
+        memcpy(k, h->buf + h->foff[j], n);
+        k[n] = '\0';
+        for (unsigned long d = 1;; d++) {
+            size_t i = 0;
+            while (i < j && strcmp(a->keys[i], k) != 0)
+                i++;
+            if (i == j)
+                break;
+            snprintf(k + n, 24, ".%lu", d);
+        }
+        a->keys[j] = k;
+    }
+}
+
 static void write_header(app *a)
 {
     FILE *f = a->out;
     if (a->no_header)
         return;
-    if (a->jsonl)
-        return; /* jsonl keys come from the header; nothing to write */
+    if (a->jsonl) {
+        make_keys(a); /* jsonl keys come from the header */
+        return;
+    }
     const row *hd = &a->rd.header;
     for (size_t j = 0; j < hd->nf; j++) {
         put_field(f, hd->buf + hd->foff[j], hd->flen[j]);
         putc(',', f);
     }
-    fputs("label,score", f);
-    for (size_t k = 2; k <= a->top_k; k++)
-        fprintf(f, ",label_%zu,score_%zu", k, k);
-    if (a->all_scores)
-        for (size_t c = 0; c < a->C; c++) {
+    const char *name;
+    for (size_t i = 0; (name = added_name(a, i)); i++) {
+        if (i)
             putc(',', f);
-            size_t ln = strlen(label_name(a, c));
-            char *h = xrealloc(NULL, ln + 7);
-            memcpy(h, "score_", 6);
-            memcpy(h + 6, label_name(a, c), ln + 1);
-            put_str(f, h);
-            free(h);
-        }
-    fputs(",error", f);
+        put_str(f, name);
+    }
     fputs(a->rd.crlf ? "\r\n" : "\n", f);
 }
 
@@ -375,7 +446,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
                 putc(',', f);
             const row *h = &a->rd.header;
             if (j < h->nf) {
-                app_json_string(f, h->buf + h->foff[j], h->flen[j]);
+                app_json_string(f, a->keys[j], strlen(a->keys[j]));
             } else {
                 char k[32];
                 snprintf(k, sizeof k, "%zu", j + 1);
@@ -387,14 +458,15 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
     }
     if (r->nf || a->no_header)
         putc(',', f);
+    const char *P = a->prefix;
     if (r->ok) {
         rank(a, sc);
         const char *l = label_name(a, a->order[0]);
-        fputs("\"label\":", f);
+        fprintf(f, "\"%slabel\":", P);
         app_json_string(f, l, strlen(l));
-        fprintf(f, ",\"score\":%.9g", (double)sc[a->order[0]]);
+        fprintf(f, ",\"%sscore\":%.9g", P, (double)sc[a->order[0]]);
         if (a->top_k > 1) {
-            fputs(",\"top_k\":[", f);
+            fprintf(f, ",\"%stop_k\":[", P);
             for (size_t k = 0; k < a->top_k; k++) {
                 l = label_name(a, a->order[k]);
                 fputs(k ? ",{\"label\":" : "{\"label\":", f);
@@ -404,7 +476,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
             putc(']', f);
         }
         if (a->all_scores) {
-            fputs(",\"scores\":{", f);
+            fprintf(f, ",\"%sscores\":{", P);
             for (size_t c = 0; c < a->C; c++) {
                 l = label_name(a, c);
                 if (c)
@@ -414,9 +486,9 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
             }
             putc('}', f);
         }
-        fputs(",\"error\":null}\n", f);
+        fprintf(f, ",\"%serror\":null}\n", P);
     } else {
-        fputs("\"label\":null,\"score\":null,\"error\":", f);
+        fprintf(f, "\"%slabel\":null,\"%sscore\":null,\"%serror\":", P, P, P);
         app_json_string(f, r->err, strlen(r->err));
         fputs("}\n", f);
     }
@@ -626,7 +698,20 @@ static void on_record(int c, void *data)
                 window_msg(rd->w, "%s '%.*s'", j ? "," : "",
                            (int)rd->header.flen[j],
                            rd->header.buf + rd->header.foff[j]);
-            window_msg(rd->w, ")\n");
+            window_msg(rd->w, ")%s\n",
+                       a->col_default && bad == a->col_spec
+                           ? "; name the text column with --column"
+                           : "");
+            rd->w->fatal = rd->fatal = EXIT_BADINPUT;
+            return;
+        }
+        const char *name;
+        long j = name_clash(a, &rd->header, &name);
+        if (j >= 0) {
+            window_msg(rd->w, PROG ": %s: line %ld: the input already has a "
+                       "column '%s' (column %ld); name the added columns "
+                       "with --prefix, e.g. --prefix pred_\n",
+                       a->fname, r->line, name, j + 1);
             rd->w->fatal = rd->fatal = EXIT_BADINPUT;
             return;
         }
@@ -859,12 +944,13 @@ static int classify_stream(app *a)
 static void usage(FILE *f)
 {
     fprintf(f,
-"Usage: " PROG " [OPTIONS] --column NAME|N [FILE|-]\n"
+"Usage: " PROG " [OPTIONS] [--column NAME|N] [FILE|-]\n"
 "Classify one column of a CSV file with a BERT sequence-classification model\n"
 "and write every row back with the columns label, score (and more) appended.\n"
 "\n"
 "  -m, --model DIR        model directory (default: the bundled sentiment model)\n"
 "  -c, --column NAME|N    the text column: a header name or a 1-based number\n"
+"                         (default: the header's 'text' column)\n"
 "  -p, --pair-column NAME|N  second text, for sentence-pair models\n"
 "  -o, --output FILE      write here instead of standard output\n"
 "  -a, --all-scores       add one score_<label> column per label\n"
@@ -875,6 +961,8 @@ static void usage(FILE *f)
 "                         (at least --batch; default 8 batches)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
 "  -H, --no-header        the first row is data; columns are numbers\n"
+"  -P, --prefix P         name the added columns (JSONL: keys) P + label,\n"
+"                         P + score, ... (default: no prefix)\n"
 "  -h, --help             this help\n"
 "  -V, --version          version\n"
 "\n"
@@ -884,6 +972,9 @@ static void usage(FILE *f)
 "with an empty label and the reason in the error column.  Scores: softmax\n"
 "(or sigmoid for multi-label and one-label models), as Hugging Face's\n"
 "text-classification pipeline.\n"
+"An input column named like an added one (label, score, error, ...) is an\n"
+"error (exit 2): choose a --prefix.  In JSONL, repeated header names become\n"
+"NAME.1, NAME.2 ... (as pandas reads them), so keys never repeat.\n"
 "\n"
 "Exit status: 0 success (rows with input errors included), 1 usage error,\n"
 "2 bad model (also when the model fails on a row, e.g. a NaN or infinite\n"
@@ -1031,6 +1122,9 @@ static int run(app *a)
 static void app_cleanup(app *a)
 {
     reader *rd = &a->rd;
+    for (size_t j = 0; a->keys && j < rd->header.nf; j++)
+        free(a->keys[j]);
+    free(a->keys);
     if (rd->csv_ready)
         csv_free(&rd->p);
     if (rd->in && rd->in != stdin)
@@ -1074,6 +1168,7 @@ int main(int argc, char **argv)
         {"window", required_argument, NULL, 'w'},
         {"threads", required_argument, NULL, 't'},
         {"no-header", no_argument, NULL, 'H'},
+        {"prefix", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -1085,7 +1180,8 @@ int main(int argc, char **argv)
     a->threads = 1;
     a->rd.pcol = -1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:w:t:HhV", longopts,
+    a->prefix = "";
+    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:w:t:HhVP:", longopts,
                               NULL)) != -1) {
         switch (opt) {
         case 'm': a->model_dir = optarg; break;
@@ -1098,6 +1194,7 @@ int main(int argc, char **argv)
         case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
         case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
         case 'H': a->no_header = 1; break;
+        case 'P': a->prefix = optarg; break;
         case 'f':
             if (strcmp(optarg, "csv") == 0)
                 a->jsonl = 0;
@@ -1118,10 +1215,32 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!a->col_spec) {
-        fprintf(stderr, PROG ": --column is required.  Try '" PROG
-                " --help'.\n");
+    if (!a->col_spec && a->no_header) {
+        fprintf(stderr, PROG ": --column N is required with --no-header.  "
+                "Try '" PROG " --help'.\n");
         return EXIT_USAGE;
+    }
+    if (!a->col_spec) {
+        a->col_spec = "text"; /* the header's text column */
+        a->col_default = 1;
+    }
+    for (const char *sp = a->prefix; *sp; sp++)
+        if ((unsigned char)*sp < 0x20 || *sp == '"' || *sp == '\\' ||
+            *sp == ',' || (unsigned char)*sp >= 0x80) {
+            fprintf(stderr, PROG ": --prefix: use ASCII letters, digits and "
+                    "punctuation other than '\"', '\\' and ','\n");
+            return EXIT_USAGE;
+        }
+    /* a column number starts at 1, with a header or without */
+    const char *specs[2] = {a->col_spec, a->pcol_spec};
+    for (int i = 0; i < 2; i++) {
+        const char *sp = specs[i];
+        if (sp && *sp && strspn(sp, "0123456789") == strlen(sp) &&
+            strtoul(sp, NULL, 10) == 0) {
+            fprintf(stderr, PROG ": %s: column numbers start at 1, not '%s'\n",
+                    i ? "--pair-column" : "--column", sp);
+            return EXIT_USAGE;
+        }
     }
     if (optind + 1 < argc) {
         fprintf(stderr, PROG ": one input file at most (got %d)\n",
