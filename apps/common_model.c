@@ -4,6 +4,7 @@
 
 #include <libbert/bert.h>
 #include <stdio.h>
+#include <string.h>
 
 bert_model *app_load_model(const char *prog, const char **dir,
                            const char *name, const char *what,
@@ -22,7 +23,13 @@ bert_model *app_load_model(const char *prog, const char **dir,
     bert_error err;
     bert_model *m;
     if (bert_model_load(*dir, NULL, &m, &err)) {
-        fprintf(stderr, "%s: %s: %s\n", prog, *dir, err.text);
+        /* the library's message names the file; say the directory once */
+        size_t dl = strlen(*dir);
+        if (strncmp(err.text, *dir, dl) == 0 && (err.text[dl] == ':' ||
+                                                 err.text[dl] == '/'))
+            fprintf(stderr, "%s: %s\n", prog, err.text);
+        else
+            fprintf(stderr, "%s: %s: %s\n", prog, *dir, err.text);
         return NULL;
     }
     const bert_config *cfg = bert_model_config(m);

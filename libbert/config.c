@@ -429,9 +429,13 @@ int bert__config_parse(const char *json, size_t len, const char *label,
 int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    FILE *f = fopen(path, "rb");
+    int odd;
+    FILE *f = bert__fopen_regular(path, &odd);
     if (!f) {
         int e = errno;
+        if (odd)
+            return bert__err(err, BERT_EFORMAT, "%s: not a regular file",
+                             path);
         return bert__err(err, e == ENOENT ? BERT_EMISSING : BERT_EIO,
                          "%s: cannot open: %s", path, strerror(e));
     }

@@ -37,7 +37,10 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     if (strlen(dir) > sizeof path - 64)
         return bert__err(err, BERT_EINVAL, "%.64s...: path too long", dir);
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (stat(dir, &st) != 0)
+        return bert__err(err, errno == ENOENT ? BERT_EMISSING : BERT_EIO,
+                         "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
         return bert__err(err, BERT_EMISSING,
                          "%s: not a directory (expected a Hugging Face model "
                          "directory with config.json and model.safetensors)",

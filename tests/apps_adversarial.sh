@@ -18,8 +18,8 @@ check_err() {
 # model NAME: $tmp/NAME, a copy of data/sentiment (weights linked)
 model() {
     mkdir -p "$tmp/$1"
-    for f in config.json vocab.txt special_tokens_map.json tokenizer_config.json; do
-        cp "$D/$f" "$tmp/$1/"
+    for mf in config.json vocab.txt special_tokens_map.json tokenizer_config.json; do
+        cp "$D/$mf" "$tmp/$1/"
     done
     ln -s "$(cd "$D" && pwd)/model.safetensors" "$tmp/$1/model.safetensors"
 }
@@ -144,5 +144,43 @@ sed 's/BertForSequenceClassification/BertForTokenClassification/' "$tmp/tiny.jso
 nan_tail "$tmp/nantok/model.safetensors" 8
 expect "item 5 tag" 2 'non-finite' "$B/bert-tag" --model "$tmp/nantok" 'John lives here'
 json_ok "item 5 tag"
+
+# --- 7. a FIFO in the model directory is refused, not waited on -----------
+if command -v mkfifo > /dev/null && command -v timeout > /dev/null; then
+    for f in config.json vocab.txt tokenizer_config.json; do
+        rm -rf "$tmp/fifo"
+        model fifo
+        rm "$tmp/fifo/$f"
+        mkfifo "$tmp/fifo/$f"
+        expect "item 7 $f" 2 "$f: not a regular file" timeout 20 "$B/bert-sentiment" --model "$tmp/fifo" 'a text'
+    done
+    rm -rf "$tmp/fifo"
+    model fifo
+    rm "$tmp/fifo/vocab.txt"
+    mkfifo "$tmp/fifo/vocab.txt"
+    stdin=$tmp/two expect "item 7 tokenize" 2 'not a regular file' timeout 20 "$B/bert-tokenize" --model "$tmp/fifo"
+fi
+
+# --- 10. transformers' "no limit" model_max_length (int(1e30)) ------------
+model nolimit
+sed 's/"model_max_length": *[0-9]*/"model_max_length": 1000000000000000019884624838656/' \
+    "$D/tokenizer_config.json" > "$tmp/nolimit/tokenizer_config.json"
+grep -q 1000000000000000019884624838656 "$tmp/nolimit/tokenizer_config.json" || die "item 10: sed"
+expect "item 10 sentiment" 0 '' "$B/bert-sentiment" --model "$tmp/nolimit" 'a good film'
+stdin=$tmp/two expect "item 10 tokenize" 0 '' "$B/bert-tokenize" --model "$tmp/nolimit"
+# no limit from the tokenizer: a long text is cut at the model's 128
+# positions by the pipeline, not refused
+long=$(i=0; while [ $i -lt 300 ]; do printf 'word '; i=$((i + 1)); done)
+expect "item 10 long" 0 '' "$B/bert-sentiment" --model "$tmp/nolimit" "$long"
+
+# --- messages: a symlink loop is not "not a directory" ------------------
+ln -s loop "$tmp/loop"
+expect "symlink loop" 2 'symbolic links' "$B/bert-sentiment" --model "$tmp/loop" 'a text'
+# an unreadable tokenizer file: the reason, not a parse position
+model dirjson
+rm "$tmp/dirjson/tokenizer_config.json" && mkdir "$tmp/dirjson/tokenizer_config.json"
+expect "directory as tokenizer_config.json" 2 'tokenizer_config.json: not a regular file' \
+    "$B/bert-sentiment" --model "$tmp/dirjson" 'a text'
+grep -q -- '-1:-1' "$tmp/err" && die "parse position for a read error: $(cat "$tmp/err")"
 
 exit $fail

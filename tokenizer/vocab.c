@@ -352,7 +352,10 @@ static int set_specials(bert_tokenizer *t, char *names[5])
 
 static int read_file(const char *path, char **out, size_t *len, bert_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    int odd;
+    FILE *f = bert__fopen_regular(path, &odd);
+    if (!f && odd)
+        return bert__set_error(err, BERT_EFORMAT, -1, "%s: not a regular file", path);
     if (!f)
         return bert__set_error(err, errno == ENOENT ? BERT_EMISSING : BERT_EIO, -1,
                                "%s: %s", path, strerror(errno));
@@ -392,17 +395,22 @@ static int load_vocab_txt(bert_tokenizer *t, const char *path, bert_error *err)
     return BERT_OK;
 }
 
-static int load_json(const char *path, json_t **out, bert_error *err)
+/* Reads and parses a JSON object file with jansson flags `flags` (on top of
+ * JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL).  A read error or a file that is
+ * not regular is reported as such, never as a parse position. */
+static int load_json(const char *path, size_t flags, json_t **out, bert_error *err)
 {
     json_error_t je;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!j) {
-        struct stat st;
-        if (stat(path, &st) != 0)
-            return bert__set_error(err, BERT_EMISSING, -1, "%s: %s", path, strerror(errno));
+    char *buf;
+    size_t len;
+    int rc = read_file(path, &buf, &len, err);
+    if (rc)
+        return rc;
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
+    free(buf);
+    if (!j)
         return bert__set_error(err, BERT_EFORMAT, -1, "%s:%d:%d: %s", path, je.line,
                                je.column, je.text);
-    }
     if (!json_is_object(j)) {
         json_decref(j);
         return bert__set_error(err, BERT_EFORMAT, -1, "%s: not a JSON object", path);
@@ -456,7 +464,7 @@ static int load_tokenizer_json(bert_tokenizer *t, const char *path, char *names[
                                bert_error *err)
 {
     json_t *j;
-    int rc = load_json(path, &j, err);
+    int rc = load_json(path, 0, &j, err);
     if (rc)
         return rc;
     rc = BERT_EUNSUPPORTED;
@@ -631,7 +639,11 @@ int bert_tokenizer_load(const char *dir, bert_tokenizer **out, bert_error *err)
     json_t *cfg = NULL;
     snprintf(path, dl + 32, "%s/tokenizer_config.json", dir);
     if (path_exists(path)) {
-        rc = load_json(path, &cfg, err);
+        /* transformers writes "no limit" as model_max_length
+         * 1000000000000000019884624838656 (int(1e30)), too big for a
+         * json_int_t: numbers are read as doubles (apply_config treats
+         * 1e9 and more as no limit) */
+        rc = load_json(path, JSON_DECODE_INT_AS_REAL, &cfg, err);
         if (rc)
             goto done;
     }
