@@ -63,6 +63,12 @@ train state "$tmp/st" --epochs 1 --save-state
     die "--save-state: exit $st, $(ls "$tmp/st")"
 train resume "$tmp/st" --epochs 2 --resume
 [ $st = 0 ] && grep -q 'resuming after epoch 1' "$tmp/err" || die "--resume: exit $st: $(cat "$tmp/err")"
+# a state file claiming 2^63 steps is refused
+cp -r "$tmp/st" "$tmp/st63"
+printf '\000\000\000\000\000\000\000\200' |
+    dd of="$tmp/st63/trainer_state.bin" bs=1 seek=16 conv=notrunc 2> /dev/null
+train resume63 "$tmp/st63" --epochs 2 --resume
+[ $st = 2 ] && grep -q 'implausible step count' "$tmp/err" || die "2^63 steps: exit $st: $(cat "$tmp/err")"
 
 # --- item 2: a kill during a save leaves the previous model whole ---------
 # The file size limit (SIGXFSZ kills the process) cuts the next save of

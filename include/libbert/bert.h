@@ -192,21 +192,24 @@ BERT_API int bert_session_run(bert_session *s, const bert_input *in,
 /* How sequence logits become scores, as transformers' text-classification
  * pipeline's function_to_apply. */
 typedef enum {
-    BERT_FUNC_DEFAULT = 0,  /* sigmoid for multi-label or num_labels == 1,
-                               else softmax */
+    BERT_FUNC_DEFAULT = 0,  /* none for regression, sigmoid for multi-label
+                               or num_labels == 1, else softmax */
     BERT_FUNC_SOFTMAX,
     BERT_FUNC_SIGMOID,
     BERT_FUNC_NONE
 } bert_function;
 
-/* The function BERT_FUNC_DEFAULT resolves to for m, as the pipeline:
- * multi_label_classification or num_labels == 1 -> SIGMOID; else
- * single_label_classification or num_labels > 1 -> SOFTMAX; else NONE. */
+/* The function BERT_FUNC_DEFAULT resolves to for m, as transformers'
+ * text-classification pipeline (4.4x): problem_type regression -> NONE (the
+ * raw value); multi_label_classification or num_labels == 1 -> SIGMOID;
+ * else single_label_classification or num_labels > 1 -> SOFTMAX; else
+ * NONE.  m NULL -> NONE. */
 BERT_API bert_function bert_model_function(const bert_model *m);
 
 /* scores[i] = f(logits[i]) for C = num_labels values (softmax with the max
  * subtracted, sigmoid 1/(1+exp(-x)), or a copy).  logits and scores may be
- * the same array.  Base models (C = 0) write nothing. */
+ * the same array.  Base models (C = 0) write nothing; so does a NULL m,
+ * logits or scores. */
 BERT_API void bert_apply_function(const bert_model *m, bert_function f,
                                   const float *logits, float *scores);
 
