@@ -1192,7 +1192,10 @@ int main(int argc, char **argv)
         case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
         case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
         case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
-        case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
+        case 't':
+            if ((a->threads = app_parse_threads(PROG, optarg)) < 0)
+                return EXIT_USAGE;
+            break;
         case 'H': a->no_header = 1; break;
         case 'P': a->prefix = optarg; break;
         case 'f':

@@ -190,10 +190,10 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
         } else if (i + 1 < argc && strcmp(a, "--threads") == 0) {
-            if (parse_num(argv[++i], 1, 1024, &threads)) {
-                fprintf(stderr, "bert-infer: --threads needs 1..1024\n");
+            int th = app_parse_threads("bert-infer", argv[++i]);
+            if (th < 0)
                 return EXIT_USAGE;
-            }
+            threads = th;
         } else if (i + 1 < argc && strcmp(a, "--batch") == 0) {
             if (parse_num(argv[++i], 1, 4096, &batch)) {
                 fprintf(stderr, "bert-infer: --batch needs 1..4096\n");

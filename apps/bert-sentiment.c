@@ -126,19 +126,13 @@ int main(int argc, char **argv)
     memset(&C, 0, sizeof C);
     const char *model_dir = NULL;
     int threads = 1, opt;
-    char *end;
     while ((opt = getopt_long(argc, argv, "m:jt:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_dir = optarg; break;
         case 'j': C.json = 1; break;
         case 't':
-            errno = 0;
-            threads = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || threads < 1) {
-                fprintf(stderr, PROG ": --threads needs a number >= 1, not "
-                        "'%s'\n", optarg);
+            if ((threads = app_parse_threads(PROG, optarg)) < 0)
                 return EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V':

@@ -228,13 +228,8 @@ int main(int argc, char **argv)
             }
             break;
         case 't':
-            errno = 0;
-            threads = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || threads < 1) {
-                fprintf(stderr, PROG ": --threads needs a number >= 1, not "
-                        "'%s'\n", optarg);
+            if ((threads = app_parse_threads(PROG, optarg)) < 0)
                 return EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V':

@@ -1419,7 +1419,10 @@ int main(int argc, char **argv)
         case O_MLMP: o.mlm_prob = v; break;
         case O_NODROP: o.no_dropout = 1; break;
         case O_SEED: o.seed = (unsigned long long)v; break;
-        case O_THREADS: o.threads = (long)v; break;
+        case O_THREADS:
+            if ((o.threads = app_parse_threads("bert-train", optarg)) < 0)
+                return EXIT_USAGE;
+            break;
         case O_MAXMIN: o.max_minutes = v; break;
         case O_DEVMAX: o.dev_max = (long)v; break;
         case O_LOGEVERY: o.log_every = (long)v; break;
@@ -1447,9 +1450,18 @@ int main(int argc, char **argv)
         why = "--config needs --vocab DIR";
     else if (!o.train || !o.out)
         why = "--train FILE and --out DIR are required";
-    else if (o.batch < 1 || o.accum < 1 || o.max_len < 8 || o.threads < 1 ||
-             o.epochs <= 0 || o.lr <= 0 || o.mlm_prob <= 0 || o.mlm_prob >= 1)
-        why = "a numeric option is out of range";
+    else if (o.batch < 1)
+        why = "--batch-size must be at least 1";
+    else if (o.accum < 1)
+        why = "--accum must be at least 1";
+    else if (o.max_len < 8)
+        why = "--max-length must be at least 8";
+    else if (o.epochs <= 0)
+        why = "--epochs must be more than 0";
+    else if (o.lr <= 0)
+        why = "--lr must be more than 0";
+    else if (o.mlm_prob <= 0 || o.mlm_prob >= 1)
+        why = "--mlm-probability must be between 0 and 1 (exclusive)";
     if (why) {
         fprintf(stderr, "bert-train: %s\n", why);
         usage(stderr);

@@ -1,4 +1,6 @@
 /* common.c - helpers shared by the command-line tools. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include "apps/common.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -181,6 +183,34 @@ int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
             "  \"unk_token\": \"[UNK]\"\n}\n",
             lowercase ? "true" : "false", max_len);
     return app_commit(f, tmp, path);
+}
+
+/* ---- --threads ---- */
+
+int app_parse_threads(const char *prog, const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < 1 || v > 1024) {
+        fprintf(stderr, "%s: --threads needs a number from 1 to 1024, not "
+                "'%s'\n", prog, s);
+        return -1;
+    }
+    long cpus = -1;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = CPU_COUNT(&set);
+#endif
+    if (cpus < 1)
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus >= 1 && v > cpus) {
+        fprintf(stderr, "%s: note: --threads %lld is more than the %ld CPU(s) "
+                "available; using %ld\n", prog, v, cpus, cpus);
+        v = cpus;
+    }
+    return (int)v;
 }
 
 /* ---- files written whole or not at all ---- */

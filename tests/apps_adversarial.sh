@@ -183,4 +183,17 @@ expect "directory as tokenizer_config.json" 2 'tokenizer_config.json: not a regu
     "$B/bert-sentiment" --model "$tmp/dirjson" 'a text'
 grep -q -- '-1:-1' "$tmp/err" && die "parse position for a read error: $(cat "$tmp/err")"
 
+# --- 13. more threads than cores: lowered, with a note; never a near-hang -
+i=0; while [ $i -lt 20 ]; do echo "a fairly good film number $i"; i=$((i + 1)); done > "$tmp/20"
+stdin=$tmp/20 expect "item 13 sentiment" 0 'more than the [0-9]* CPU' timeout 60 "$B/bert-sentiment" --model "$D" --threads 1024
+[ "$(wc -l < "$tmp/out")" = 20 ] || die "item 13: output lines"
+stdin=$tmp/20 expect "item 13 infer" 0 'more than the [0-9]* CPU' timeout 60 "$B/bert-infer" --model "$D" --threads 1024
+# --threads out of range: a usage error (1) in every tool, never a wrap
+for v in 0 100000 2147483648 4294967297 -1 x; do
+    for tool in bert-sentiment bert-tag bert-classify; do
+        expect "--threads $v $tool" 1 'from 1 to 1024' "$B/$tool" --threads "$v" x
+    done
+    stdin=$tmp/one expect "--threads $v bert-infer" 1 'from 1 to 1024' "$B/bert-infer" --model "$D" --threads "$v"
+done
+
 exit $fail

@@ -114,6 +114,17 @@ if command -v unshare > /dev/null && unshare -rm true 2> /dev/null; then
         die "item 12: read-only --out: exit $st: $(cat "$tmp/err")"
 fi
 
+# --- --threads beyond the cores is lowered with a note; a bad value, or a
+# numeric option out of range, is a usage error that names the option
+train threads "$tmp/th" --epochs 1 --threads 1024
+[ $st = 0 ] && grep -q 'more than the [0-9]* CPU' "$tmp/err" || die "--threads 1024: exit $st: $(cat "$tmp/err")"
+train threads2 "$tmp/th" --epochs 1 --threads 4294967297
+[ $st = 1 ] && grep -q 'from 1 to 1024' "$tmp/err" || die "--threads 2^32+1: exit $st: $(cat "$tmp/err")"
+for o in batch-size accum max-length epochs lr mlm-probability; do
+    train "$o 0" "$tmp/th" --$o 0
+    [ $st = 1 ] && grep -q -- "--$o must" "$tmp/err" || die "--$o 0: exit $st: $(head -1 "$tmp/err")"
+done
+
 # --- item 11: one-class training data, dropout outside [0, 1) -------------
 { echo text,label; echo "good,positive"; echo "fine,positive"; } > "$tmp/one.csv"
 "$TRAIN" --config "$tmp/config.json" --vocab "$V" --task sequence --train "$tmp/one.csv" \

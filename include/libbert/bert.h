@@ -120,7 +120,11 @@ BERT_API int bert_model_has_pooler(const bert_model *m);
 /* ---- session ----------------------------------------------------------- */
 
 typedef struct bert_session_params {
-    int n_threads;          /* default 1; BLIS and OpenMP work of this session */
+    int n_threads;          /* default 1; BLIS and OpenMP work of this session.
+                               Keep it at most the cores available: BLIS's and
+                               OpenMP's threads spin while they wait, and more
+                               threads than cores runs 100x slower or worse
+                               (the tools lower --threads to the CPU count) */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
 } bert_session_params;
