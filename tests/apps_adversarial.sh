@@ -196,4 +196,13 @@ for v in 0 100000 2147483648 4294967297 -1 x; do
     stdin=$tmp/one expect "--threads $v bert-infer" 1 'from 1 to 1024' "$B/bert-infer" --model "$D" --threads "$v"
 done
 
+# --- 14. bert-bench on a model with a small vocabulary (12000 ids) --------
+expect "item 14 bench" 0 '' timeout 120 "$B/bert-bench" --model "$D" --reps 2 --min-time 0.01 --no-peak --no-blis --json
+grep -q '"median_ms"' "$tmp/out" || die "item 14: $(cat "$tmp/out")"
+# --version and --help of bert-bench
+expect "bench --version" 0 '' "$B/bert-bench" --version
+grep -q '^bert-bench (libbert) ' "$tmp/out" || die "bench --version: $(cat "$tmp/out")"
+expect "bench --help" 0 '' "$B/bert-bench" --help
+grep -q '^Examples:' "$tmp/out" || die "bench --help has no examples"
+
 exit $fail
