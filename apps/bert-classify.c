@@ -45,7 +45,9 @@
 #define PROG "bert-classify"
 #define MAX_ERRORS_SHOWN 20
 #define WINDOW_BATCHES 8    /* default --window, in batches */
-#define MAX_ROWS (1u << 20) /* cap of --batch and --window */
+#define MAX_ROWS (1u << 16) /* cap of --window */
+#define MAX_BATCH 4096      /* most --batch (as bert-infer): the activations
+                               grow with the tokens of a batch */
 
 /* Where a row's error arose: the one-batch-at-a-time tool reported, per
  * batch, the input errors first and then the model's; report_errors keeps
@@ -956,7 +958,7 @@ static void usage(FILE *f)
 "  -a, --all-scores       add one score_<label> column per label\n"
 "  -k, --top-k K          also write label_2, score_2 ... label_K, score_K\n"
 "  -f, --format csv|jsonl output format (default csv)\n"
-"  -b, --batch N          rows per model run (default 32)\n"
+"  -b, --batch N          rows per model run (default 32, at most 4096)\n"
 "  -w, --window N         rows read ahead and sorted by length into batches\n"
 "                         (at least --batch; default 8 batches)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
@@ -1251,8 +1253,12 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     a->in_path = optind < argc ? argv[optind] : "-";
-    if (a->batch > MAX_ROWS)
-        a->batch = MAX_ROWS;
+    if (a->batch > MAX_BATCH) {
+        fprintf(stderr, PROG ": --batch needs a number from 1 to %u, not "
+                "%zu (memory grows with the rows of a batch)\n", MAX_BATCH,
+                a->batch);
+        return EXIT_USAGE;
+    }
     if (a->window == 0)
         a->window = a->batch <= MAX_ROWS / WINDOW_BATCHES
                         ? a->batch * WINDOW_BATCHES : MAX_ROWS;

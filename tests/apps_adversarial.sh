@@ -205,4 +205,19 @@ grep -q '^bert-bench (libbert) ' "$tmp/out" || die "bench --version: $(cat "$tmp
 expect "bench --help" 0 '' "$B/bert-bench" --help
 grep -q '^Examples:' "$tmp/out" || die "bench --help has no examples"
 
+# --- 15. memory of a long line: O(max_length) tokens, not O(text) --------
+# A 20 MB line truncated to 16 tokens runs in 150 MB of address space (it
+# needed 13x the text).  Not under sanitizers (they reserve terabytes).
+if [ -z "${ASAN_OPTIONS-}${UBSAN_OPTIONS-}" ] && ! grep -q __asan_init "$B/.libs/bert-tokenize" "$B/bert-tokenize" 2> /dev/null; then
+    yes 'good film' | head -c 20000000 | tr '\n' ' ' > "$tmp/big"
+    echo >> "$tmp/big"
+    ( ulimit -v 150000; exec "$B/bert-tokenize" --model "$D" --max-length 16 ) < "$tmp/big" > "$tmp/out" 2> "$tmp/err" ||
+        die "item 15: a 20 MB line in 150 MB: $(cat "$tmp/err")"
+    [ "$(awk '{ print NF }' "$tmp/out")" = 16 ] || die "item 15: $(cut -c1-80 "$tmp/out")"
+    rm -f "$tmp/big"
+fi
+
+# --batch above 4096 is a usage error in bert-classify, as in bert-infer
+expect "classify --batch 1048576" 1 'from 1 to 4096' "$B/bert-classify" --model "$D" --batch 1048576 "$tmp/gb.csv"
+
 exit $fail

@@ -345,6 +345,34 @@ static void test_pair_and_truncation(void)
     CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "a");
 }
 
+/* Item 15: tokens past max_length are counted, not stored; the result is
+ * the same as with them stored (n_overflow counts them all). */
+static void test_long_truncated(void)
+{
+    bert_error err;
+    size_t nw = 50000;
+    char *a = malloc(2 * nw), *b = malloc(2 * nw);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    for (size_t i = 0; i < nw; i++) {
+        a[2 * i] = 'a';
+        b[2 * i] = 'b';
+        a[2 * i + 1] = b[2 * i + 1] = ' ';
+    }
+    bert_encode_params p = bert_encode_default_params();
+    p.max_length = 10;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 2 * nw, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a a a a a a [SEP]");
+    CU_ASSERT_EQUAL(enc->n_overflow_first, nw - 8);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 2 * nw, b, 2 * nw - 2, &p, &err), BERT_OK);
+    /* both capped at 10 (equal): longest_first keeps 3 + 4, as before */
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a [SEP] b b b b [SEP]");
+    CU_ASSERT_EQUAL(enc->n_overflow_first, nw - 3);
+    CU_ASSERT_EQUAL(enc->n_overflow_second, nw - 1 - 4);
+    free(a);
+    free(b);
+}
+
 static void test_padding(void)
 {
     bert_error err;
@@ -529,6 +557,7 @@ int main(int argc, char **argv)
         {"empty_and_blank", test_empty_and_blank},
         {"pair_and_truncation", test_pair_and_truncation},
         {"padding", test_padding},
+        {"long_truncated", test_long_truncated},
         {"invalid_utf8", test_invalid_utf8},
         {"megabyte_lines", test_megabyte_lines},
         {"load_dirs", test_load_dirs},

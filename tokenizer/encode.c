@@ -149,6 +149,9 @@ typedef struct seq_state {
     size_t start;     /* e->n when the sequence started */
     size_t cap_at;    /* max_length (0 = none), see seen_len() */
     size_t capped;    /* tokens at the first word end >= cap_at, 0 = not yet */
+    size_t uncounted; /* tokens after `capped`: counted, never stored (the
+                         truncation cannot keep them), so that memory stays
+                         O(max_length) whatever the text's length */
 } seq_state;
 
 /* The reference stops looking at a sequence once it has max_length tokens
@@ -252,6 +255,12 @@ static int flush_word(seq_state *s)
         }
         np = bert__wordpiece(t, p->wb, len, p->pieces);
     }
+    if (s->capped) {
+        s->uncounted += np ? np : 1;
+        p->w_n = 0;
+        p->w_chars = 0;
+        return BERT_OK;
+    }
     if (enc_reserve(e, e->n + (np ? np : 1)))
         return BERT_ENOMEM;
     if (np == 0) {
@@ -333,9 +342,14 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
                 int64_t nc = 0;
                 for (size_t k = 0; k < a->len; k++)
                     nc += (a->text[k] & 0xC0) != 0x80;
-                put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cp, cp + nc,
-                          (int64_t)i, (int64_t)(i + a->len));
-                note_word_end(s);
+                if (s->capped) {
+                    s->uncounted++;
+                    s->word++;
+                } else {
+                    put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cp,
+                              cp + nc, (int64_t)i, (int64_t)(i + a->len));
+                    note_word_end(s);
+                }
                 i += a->len;
                 cp += nc;
                 continue;
@@ -491,7 +505,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
                                n_special);
 
     enc_priv *p = e->priv_;
-    seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0};
+    seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0, 0};
     s.max_keep = t->max_chars_per_word < SIZE_MAX - 1 ? t->max_chars_per_word + 1 : SIZE_MAX;
     p->w_n = p->w_chars = 0;
 
@@ -502,7 +516,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     s.start = base;
     if ((rc = encode_seq(&s, (const uint8_t *)text, len)))
         return rc;
-    size_t n1 = e->n - base, n2 = 0, b_start = e->n + (size_t)sp;
+    size_t n1 = e->n - base + s.uncounted, n2 = 0, b_start = e->n + (size_t)sp;
     size_t seen1 = seen_len(&s, n1), seen2 = 0;
     if (has_pair) {
         if ((rc = enc_reserve(e, e->n + 1)))
@@ -513,9 +527,10 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         s.word = 0;
         s.start = b_start;
         s.capped = 0;
+        s.uncounted = 0;
         if ((rc = encode_seq(&s, (const uint8_t *)pair, pair_len)))
             return rc;
-        n2 = e->n - b_start;
+        n2 = e->n - b_start + s.uncounted;
         seen2 = seen_len(&s, n2);
     }
     size_t k1 = seen1, k2 = seen2;
