@@ -102,7 +102,10 @@ typedef struct reader {
     int csv_ready;          /* csv_init succeeded: csv_free needed */
     long line, pending_line;
     row header;
-    int header_done, header_ok, have_first, crlf;
+    int header_done, header_ok, have_first;
+    const char *eol;        /* line ending of the first record: the output's */
+    const char *chunk_eol;  /* ending of the physical line being parsed */
+    int cr_pending;         /* the last block ended in '\r' */
     size_t width;
     long col, pcol;         /* 0-based, -1 none */
     long long nrecords;
@@ -374,7 +377,7 @@ static void write_header(app *a)
             putc(',', f);
         put_str(f, name);
     }
-    fputs(a->rd.crlf ? "\r\n" : "\n", f);
+    fputs(a->rd.eol ? a->rd.eol : "\n", f);
 }
 
 /* Labels by decreasing score, ties in label order (a stable sort). */
@@ -427,7 +430,7 @@ static void write_row_csv(app *a, const row *r, const float *sc)
         putc(',', f);
         put_str(f, r->err);
     }
-    fputs(a->rd.crlf ? "\r\n" : "\n", f);
+    fputs(a->rd.eol ? a->rd.eol : "\n", f);
 }
 
 static void write_row_jsonl(app *a, const row *r, const float *sc)
@@ -684,7 +687,7 @@ static void on_record(int c, void *data)
     if (!rd->have_first) {
         rd->have_first = 1;
         rd->width = r->nf;
-        rd->crlf = c == '\r';
+        rd->eol = c == -1 ? "\n" : rd->chunk_eol;
     }
     if (!a->no_header && !rd->header_done) {
         rd->header_done = 1;
@@ -763,9 +766,37 @@ static void *reader_main(void *arg)
             if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
                 i = 3;
         }
+        /* the '\n' of a CRLF split between two blocks: its line was
+         * counted at the '\r' */
+        if (rd->cr_pending && i < n && buf[i] == '\n') {
+            if (csv_parse(&rd->p, buf + i, 1, on_field, on_record, rd) != 1)
+                reader_stop(rd, PROG ": %s: line %ld: malformed CSV (%s); "
+                            "stopping after %lld rows\n", a->fname, rd->line,
+                            csv_strerror(csv_error(&rd->p)), rd->nrecords);
+            i++;
+        }
+        rd->cr_pending = 0;
         while (i < n && !rd->fatal) {
-            const char *nl = memchr(buf + i, '\n', n - i);
-            size_t end = nl ? (size_t)(nl - buf) + 1 : n;
+            /* one physical line: up to LF, CRLF or a lone CR (old Mac
+             * files), so that every record gets its own line number */
+            size_t end = i;
+            while (end < n && buf[end] != '\n' && buf[end] != '\r')
+                end++;
+            int nl = end < n;
+            rd->chunk_eol = "\n";
+            if (nl && buf[end] == '\r') {
+                if (end + 1 < n && buf[end + 1] == '\n') {
+                    end++;
+                    rd->chunk_eol = "\r\n";
+                } else {
+                    rd->chunk_eol = "\r";
+                    rd->cr_pending = end + 1 == n;
+                    if (rd->cr_pending)
+                        rd->chunk_eol = "\r\n"; /* most likely */
+                }
+            }
+            if (nl)
+                end++;
             if (rd->p.pstate == 0)
                 rd->pending_line = rd->line;
             if (csv_parse(&rd->p, buf + i, end - i, on_field, on_record,
@@ -968,8 +999,8 @@ static void usage(FILE *f)
 "  -h, --help             this help\n"
 "  -V, --version          version\n"
 "\n"
-"Input: RFC 4180 CSV (quoted fields, embedded newlines and quotes, CRLF or\n"
-"LF, optional UTF-8 BOM).  Output: one row per input row, in order.  A row\n"
+"Input: RFC 4180 CSV (quoted fields, embedded newlines and quotes, CRLF,\n"
+"LF or CR, optional UTF-8 BOM).  Output: one row per input row, in order.  A row\n"
 "that cannot be classified (missing column, invalid UTF-8) keeps its place\n"
 "with an empty label and the reason in the error column.  Scores: softmax\n"
 "(or sigmoid for multi-label and one-label models; the raw value for\n"

@@ -317,11 +317,23 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     csv_init(&p, CSV_APPEND_NULL);
     size_t done = csv_parse(&p, buf, len, csv_cb1, csv_cb2, &c);
     int bad = done != len;
+    int why = bad ? csv_error(&p) : 0;
     csv_fini(&p, csv_cb1, csv_cb2, &c);
     csv_free(&p);
     free(buf);
-    if (bad || c.oom || c.nrows < 1) {
-        fprintf(stderr, "bert-train: %s: malformed CSV\n", path);
+    if (c.oom) {
+        fprintf(stderr, "bert-train: %s: out of memory\n", path);
+        return EXIT_BADINPUT;
+    }
+    if (bad) {
+        fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
+                csv_strerror(why));
+        return EXIT_BADINPUT;
+    }
+    if (c.nrows < 1) {
+        fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
+                        "row %s,%s is needed)\n",
+                path, o->text_col, o->label_col);
         return EXIT_BADINPUT;
     }
     int ti = col_index(c.rows[0], c.rown[0], o->text_col);

@@ -220,4 +220,13 @@ fi
 # --batch above 4096 is a usage error in bert-classify, as in bert-infer
 expect "classify --batch 1048576" 1 'from 1 to 4096' "$B/bert-classify" --model "$D" --batch 1048576 "$tmp/gb.csv"
 
+# --- vocab.txt with CRLF line ends reads as transformers reads it; no
+# [UNK]: the message names the file
+model crlf
+sed 's/$/\r/' "$D/vocab.txt" > "$tmp/crlf/vocab.txt"
+expect "crlf vocab" 0 '' "$B/bert-sentiment" --model "$tmp/crlf" 'a good film'
+"$B/bert-sentiment" --model "$D" 'a good film' | cmp -s - "$tmp/out" || die "CRLF vocab.txt: other results"
+grep -v '^\[UNK\]$' "$D/vocab.txt" > "$tmp/crlf/vocab.txt"
+expect "no [UNK]" 2 'crlf/vocab.txt: the vocabulary has no unknown token' "$B/bert-sentiment" --model "$tmp/crlf" 'a good film'
+
 exit $fail

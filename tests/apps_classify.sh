@@ -170,6 +170,14 @@ for h in '' --no-header; do
     [ $st = 1 ] && grep -q 'start at 1' "$tmp/e" || die "--column 0 $h: exit $st: $(cat "$tmp/e")"
 done
 
+# CR-only line endings (old Mac files): each record its own line number,
+# the output in the input's line ending (CR), not CRLF
+printf 'text\rgood\r\377 bad\rfine\r' > "$tmp/cr.csv"
+"$CLS" --model "$M" "$tmp/cr.csv" > "$tmp/o" 2> "$tmp/e" || die "CR-only: exit $?"
+grep -q 'row 2 (line 3): invalid UTF-8' "$tmp/e" || die "CR-only: line numbers: $(cat "$tmp/e")"
+[ "$(tr -cd '\r' < "$tmp/o" | wc -c)" = 4 ] && [ "$(tr -cd '\n' < "$tmp/o" | wc -c)" = 0 ] ||
+    die "CR-only: output line endings: $(od -c "$tmp/o" | head -3)"
+
 # item 6: the input already has label/score/error columns, or repeats names
 printf 'text,label\ngood,x\n' > "$tmp/has_label.csv"
 for f in csv jsonl; do

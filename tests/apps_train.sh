@@ -125,6 +125,12 @@ for o in batch-size accum max-length epochs lr mlm-probability; do
     [ $st = 1 ] && grep -q -- "--$o must" "$tmp/err" || die "--$o 0: exit $st: $(head -1 "$tmp/err")"
 done
 
+# an empty train.csv is called empty, not malformed
+: > "$tmp/empty.csv"
+"$TRAIN" --config "$tmp/config.json" --vocab "$V" --task sequence --train "$tmp/empty.csv" \
+    --out "$tmp/e" > /dev/null 2> "$tmp/err"; st=$?
+[ $st = 2 ] && grep -q 'empty.csv: empty file' "$tmp/err" || die "empty train.csv: exit $st: $(cat "$tmp/err")"
+
 # --- item 11: one-class training data, dropout outside [0, 1) -------------
 { echo text,label; echo "good,positive"; echo "fine,positive"; } > "$tmp/one.csv"
 "$TRAIN" --config "$tmp/config.json" --vocab "$V" --task sequence --train "$tmp/one.csv" \

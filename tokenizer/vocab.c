@@ -306,7 +306,8 @@ int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err)
     }
     if (t->special[BERT_TOKEN_UNK] < 0)
         return bert__set_error(err, BERT_EFORMAT, -1,
-                               "the vocabulary has no unknown token ([UNK])");
+                               "the vocabulary has no unknown token ([UNK], or the "
+                               "unk_token tokenizer_config.json names)");
     for (int c = 0; c < 128; c++) {
         unsigned cls = bert__cp_class((uint32_t)c);
         if (!t->clean_text)
@@ -376,13 +377,18 @@ static int load_vocab_txt(bert_tokenizer *t, const char *path, bert_error *err)
     if (rc)
         return rc;
     /* One token per line, split on '\n' only: real vocabularies contain
-     * U+2028 and other line-breaking characters as tokens. */
+     * U+2028 and other line-breaking characters as tokens.  A '\r' before
+     * the '\n' is part of a CRLF line end (transformers reads the file in
+     * text mode, which drops it), not of the token. */
     size_t start = 0;
     int32_t id = 0;
     while (start < len) {
         const char *nl = memchr(buf + start, '\n', len - start);
         size_t end = nl ? (size_t)(nl - buf) : len;
-        rc = bert__vocab_add(t, buf + start, end - start, id++);
+        size_t tl = end - start;
+        if (nl && tl > 0 && buf[end - 1] == '\r')
+            tl--;
+        rc = bert__vocab_add(t, buf + start, tl, id++);
         if (rc) {
             free(buf);
             return bert__set_error(err, rc, -1, "%s: out of memory", path);
@@ -597,16 +603,23 @@ static int path_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+/* src: the vocabulary file read, named in the messages of the checks. */
 static int finish_load(bert_tokenizer *t, char *names[5], bert_tokenizer **out, bert_error *err,
-                       int rc)
+                       int rc, const char *src)
 {
     if (rc == BERT_OK) {
         rc = set_specials(t, names);
         if (rc)
             bert__set_error(err, rc, -1, "out of memory");
     }
-    if (rc == BERT_OK)
+    if (rc == BERT_OK) {
         rc = bert__tokenizer_finish(t, err);
+        if (rc && err && src) {
+            char msg[sizeof err->text];
+            snprintf(msg, sizeof msg, "%s", err->text);
+            bert__set_error(err, rc, -1, "%s: %s", src, msg);
+        }
+    }
     for (int i = 0; i < 5; i++)
         free(names[i]);
     if (rc) {
@@ -667,8 +680,9 @@ int bert_tokenizer_load(const char *dir, bert_tokenizer **out, bert_error *err)
     }
 done:
     json_decref(cfg);
+    rc = finish_load(t, names, out, err, rc, path);
     free(path);
-    return finish_load(t, names, out, err, rc);
+    return rc;
 }
 
 int bert_tokenizer_load_vocab(const char *vocab_txt, int lowercase, int strip_accents,
@@ -688,7 +702,7 @@ int bert_tokenizer_load_vocab(const char *vocab_txt, int lowercase, int strip_ac
     t->strip_accents = strip_accents < 0 ? -1 : strip_accents != 0;
     t->chinese = tokenize_chinese_chars != 0;
     int rc = load_vocab_txt(t, vocab_txt, err);
-    return finish_load(t, names, out, err, rc);
+    return finish_load(t, names, out, err, rc, vocab_txt);
 }
 
 /* ---- accessors --------------------------------------------------------- */
