@@ -49,7 +49,13 @@ static void usage(FILE *f)
             "  --batch N         lines per model run (default 16)\n"
             "  --help, --version\n"
             "Exit status: 0 ok, 1 usage, 2 bad model or input (bad lines "
-            "print {\"line\":N,\"error\":...}).\n");
+            "print {\"line\":N,\"error\":...}).\n"
+            "\nExamples:\n"
+            "  echo 'a wonderful film' | bert-infer --model data/sentiment\n"
+            "  bert-infer --model DIR --batch 32 --threads 2 < texts.txt > "
+            "out.jsonl\n"
+            "  printf 'premise\\thypothesis\\n' | bert-infer --model "
+            "models/mnli\n");
 }
 
 /* ---- JSON output ---------------------------------------------------------- */

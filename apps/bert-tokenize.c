@@ -35,7 +35,13 @@ static void usage(FILE *f)
             "--max-length N truncates (longest_first, counting [CLS]/[SEP]); no truncation\n"
             "by default.  Invalid UTF-8 on a line: message on stderr, empty output line,\n"
             "exit status 2 at the end.\n"
-            "Exit status: 0 ok, 1 usage, 2 bad input or model files.\n");
+            "Exit status: 0 ok, 1 usage, 2 bad input or model files.\n"
+            "\nExamples:\n"
+            "  echo 'Hello, world!' | bert-tokenize --model data/sentiment\n"
+            "  printf 'A question?\\tAn answer.\\n' | bert-tokenize --model DIR "
+            "--format tokens\n"
+            "  bert-tokenize --model DIR --max-length 128 --format json "
+            "< texts.txt > tokens.jsonl\n");
 }
 
 /* Writes s as a JSON string (UTF-8 passes through; controls escaped). */

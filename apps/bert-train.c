@@ -90,7 +90,14 @@ static void usage(FILE *f)
 "                         (and keep saving it)\n"
 "  -q, --quiet            no progress output\n"
 "  --help, --version\n\n"
-"Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n");
+"Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n"
+"\nExamples:\n"
+"  bert-train --init data/sentiment --task sequence --train train.csv \\\n"
+"      --dev dev.csv --out my-sentiment --epochs 2\n"
+"  bert-train --init data/ner --task token --train train.conll --dev dev.conll \\\n"
+"      --out my-ner\n"
+"  bert-train --config config.json --vocab my-vocab --task mlm --train text.txt \\\n"
+"      --out my-base --save-state\n");
 }
 
 /* ---- data -------------------------------------------------------------- */

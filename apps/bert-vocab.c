@@ -196,7 +196,13 @@ static void usage(FILE *f)
             "status is 2.  The vocabulary never has fewer tokens than the "
             "special tokens, the\nalphabet and its ##-forms together.\n\n"
             "Exit status: 0 success, 1 usage error, 2 bad input (unreadable "
-            "file, invalid UTF-8,\nunwritable DIR, out of memory).\n");
+            "file, invalid UTF-8,\nunwritable DIR, out of memory).\n"
+            "\nExamples:\n"
+            "  bert-vocab --out my-vocab --vocab-size 30522 corpus.txt\n"
+            "  bert-vocab --out my-vocab --vocab-size 8000 --lowercase "
+            "part1.txt part2.txt\n"
+            "  bert-vocab --out my-vocab --min-frequency 5 --special "
+            "'[PAD],[UNK],[CLS],[SEP],[MASK]' corpus.txt\n");
 }
 
 /* Parses the value of --`name` as a decimal integer >= min into *v. */

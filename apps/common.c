@@ -1,9 +1,13 @@
 /* common.c - helpers shared by the command-line tools. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <sched.h>
 #include "apps/common.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,8 +41,11 @@ long app_read_line(FILE *f, char **buf, size_t *cap)
 #ifndef BERT_BUILD_MODELDIR
 #define BERT_BUILD_MODELDIR "data"
 #endif
-#ifndef BERT_MODELDIR
-#define BERT_MODELDIR "/usr/local/share/libbert/models"
+#ifndef BERT_BUILD_DIR
+#define BERT_BUILD_DIR "."
+#endif
+#ifndef BERT_INSTALLED_MODELDIR
+#define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
 #endif
 
 static int has_config(const char *dir, const char *name)
@@ -50,16 +57,58 @@ static int has_config(const char *dir, const char *name)
            S_ISREG(st.st_mode);
 }
 
+/* 1 when this program runs from the build tree (libtool's .libs/ under
+ * the directory it was built in), not from an installed copy. */
+static int in_build_tree(void)
+{
+    char exe[4096], top[4096];
+    if (!realpath("/proc/self/exe", exe) || !realpath(BERT_BUILD_DIR, top))
+        return 0;
+    size_t n = strlen(top);
+    return strncmp(exe, top, n) == 0 && exe[n] == '/';
+}
+
 const char *app_default_model(const char *name, char *buf, size_t cap)
 {
-    static const char *const dirs[] = {BERT_BUILD_MODELDIR, BERT_MODELDIR};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    /* The build tree's data/ only for the programs of the build tree: an
+     * installed program never looks there (it used to, first, and then
+     * failed once the tree moved).  Installed: $LIBBERT_MODELDIR, the
+     * models beside the program (BINDIR/../share/libbert/models, whatever
+     * the prefix), then the configured directory. */
+    char rel[4200] = "";
+    const char *env = getenv("LIBBERT_MODELDIR");
+    char exe[4096];
+    if (realpath("/proc/self/exe", exe)) {
+        char *sl = strrchr(exe, '/');
+        if (sl) {
+            *sl = '\0';
+            snprintf(rel, sizeof rel, "%s/../share/libbert/models", exe);
+        }
+    }
+    const char *dirs[4];
+    size_t nd = 0;
+    if (env && *env)
+        dirs[nd++] = env;
+    if (in_build_tree())
+        dirs[nd++] = BERT_BUILD_MODELDIR;
+    else if (*rel)
+        dirs[nd++] = rel;
+    dirs[nd++] = BERT_INSTALLED_MODELDIR;
+    for (size_t i = 0; i < nd; i++) {
         if (has_config(dirs[i], name)) {
             snprintf(buf, cap, "%s/%s", dirs[i], name);
             return buf;
         }
     }
-    snprintf(buf, cap, "%s/%s or %s/%s", dirs[0], name, dirs[1], name);
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < nd && k < cap; i++) {
+        int w = snprintf(buf + k, cap - k, "%s%s/%s", i ? " or " : "", dirs[i],
+                         name);
+        if (w < 0)
+            break;
+        k += (size_t)w;
+    }
     return NULL;
 }
 

@@ -13,10 +13,12 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BADINPUT = 2 };
 long app_read_line(FILE *f, char **buf, size_t *cap);
 
 /* The directory of a bundled default model `name` ("sentiment", "ner"):
- * $(abs_top_srcdir)/data/NAME when it holds a config.json (running from the
- * build tree), else $(pkgdatadir)/models/NAME when that does.  Writes the
- * path to buf and returns buf, or returns NULL (buf then lists the places
- * tried, for the error message). */
+ * the first of $LIBBERT_MODELDIR/NAME, then for a program of the build tree
+ * $(abs_top_srcdir)/data/NAME, for an installed one
+ * BINDIR/../share/libbert/models/NAME (any prefix), then the configured
+ * $(pkgdatadir)/models/NAME, that holds a config.json.  Writes the path to
+ * buf and returns buf, or returns NULL (buf then lists the places tried,
+ * for the error message). */
 const char *app_default_model(const char *name, char *buf, size_t cap);
 
 /* Calls fn(ctx, text, len, where, line) on each of argv[first..argc) (where

@@ -1,5 +1,9 @@
 /* model.c - bert_model_load / bert_model_free and the model accessors. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,4 +163,28 @@ size_t bert_model_max_length(const bert_model *m)
 int bert_model_has_pooler(const bert_model *m)
 {
     return m ? m->has_pooler_out : 0;
+}
+
+/* ---- installed default models ------------------------------------------- */
+
+#ifndef BERT_INSTALLED_MODELDIR
+#define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
+#endif
+
+int bert_default_model_dir(const char *name, char *buf, size_t cap)
+{
+    if (!name || !buf || !*name || strchr(name, '/'))
+        return BERT_EINVAL;
+    const char *base = getenv("LIBBERT_MODELDIR");
+    if (!base || !*base)
+        base = BERT_INSTALLED_MODELDIR;
+    int n = snprintf(buf, cap, "%s/%s", base, name);
+    if (n < 0 || (size_t)n >= cap)
+        return BERT_ERANGE;
+    char probe[4200];
+    struct stat st;
+    snprintf(probe, sizeof probe, "%s/config.json", buf);
+    return strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)
+               ? BERT_OK
+               : BERT_EMISSING;
 }

@@ -99,6 +99,20 @@ BERT_API bert_model_params bert_model_default_params(void);
  *  BERT_EIO, BERT_ENOMEM. */
 BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
                              bert_model **out, bert_error *err);
+
+/* The directory of an installed default model, `name` "sentiment" or "ner"
+ * (the models make install puts under $(pkgdatadir)/models, the directory
+ * `pkg-config --variable=modeldir libbert` prints): MODELDIR/NAME, MODELDIR
+ * being $LIBBERT_MODELDIR when that environment variable is set and not
+ * empty, else the installed one.  Writes the NUL-terminated path to buf
+ * (cap bytes) and returns BERT_OK when it holds a config.json;
+ * BERT_EMISSING when it does not (the path is still written, for the
+ * message); BERT_ERANGE when cap is too small; BERT_EINVAL for a NULL
+ * argument or a name with a '/'.  For example:
+ *   char dir[4096];
+ *   if (bert_default_model_dir("sentiment", dir, sizeof dir) == BERT_OK)
+ *       rc = bert_model_load(dir, NULL, &m, &err); */
+BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap);
 /* Unmaps and frees everything; NULL is a no-op.  Sessions created from m
  * must be freed first. */
 BERT_API void bert_model_free(bert_model *m);
