@@ -18,6 +18,8 @@
 #include "apps/common.h"
 #include "libbert/bert_train.h"
 
+#define BERT_CFG_MAX_LABELS_APP 4096
+
 /* ---- options ----------------------------------------------------------- */
 
 enum { TASK_EMBED = 100 }; /* --task embeddings (not a bert_train_task) */
@@ -55,6 +57,8 @@ static void usage(FILE *f)
 "            80/10/10 [MASK]/random/kept); texts are packed into\n"
 "            --max-length chunks\n\n"
 "Options:\n"
+"  --format csv|conll|text  the data format of --train and --dev (default:\n"
+"                         from --train's extension: .csv, .conll, else text)\n"
 "  --text-column NAME     CSV text column (default text)\n"
 "  --pair-column NAME     CSV second-text column (default: none)\n"
 "  --label-column NAME    CSV label column (default label)\n"
@@ -1094,6 +1098,83 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
     return app_commit(f, tmp, b);
 }
 
+/* --init's head was trained for its own id2label order.  When the labels
+ * of this run are the same names in another order (--labels
+ * positive,negative on a negative,positive head), the rows of
+ * classifier.weight and classifier.bias are permuted to follow them: kept
+ * as they were, every name would sit on the other label's row (dev
+ * accuracy 0.18 instead of 0.82).  Other names (same count) keep the rows,
+ * as transformers does, with a note.  Returns 0, or -1 after a message. */
+static int remap_head(bert_trainer *t, const char *init, const labels_t *labs)
+{
+    bert_model_params mp = bert_model_default_params();
+    mp.load_tokenizer = 0;
+    bert_model *m;
+    bert_error err;
+    if (bert_model_load(init, &mp, &m, &err) != BERT_OK)
+        return 0; /* the trainer loaded it; a base model has no head */
+    size_t C = labs->n, oc = bert_model_config(m)->num_labels;
+    int rc = 0;
+    if (oc != C || C < 2 || bert_model_config(m)->task == BERT_TASK_BASE) {
+        bert_model_free(m);
+        return 0;
+    }
+    size_t *from = malloc(C * sizeof *from);
+    int same = 1, perm = 1;
+    for (size_t i = 0; from && i < C; i++) {
+        from[i] = C;
+        for (size_t j = 0; j < C; j++) {
+            const char *l = bert_model_label(m, (int)j);
+            if (l && strcmp(l, labs->names[i]) == 0)
+                from[i] = j;
+        }
+        perm &= from[i] < C;
+        same &= from[i] == i;
+    }
+    if (!from) {
+        fprintf(stderr, "bert-train: out of memory\n");
+        rc = -1;
+    } else if (perm && !same) {
+        float *w, *b;
+        size_t nw, nb;
+        if (bert_trainer_tensor(t, "classifier.weight", &w, &nw, &err) ||
+            bert_trainer_tensor(t, "classifier.bias", &b, &nb, &err) ||
+            nw % C || nb != C) {
+            fprintf(stderr, "bert-train: --init %s: cannot reorder the "
+                            "classifier to the labels' order\n", init);
+            rc = -1;
+        } else {
+            size_t H = nw / C;
+            float *cw = malloc(nw * sizeof *cw), cb[BERT_CFG_MAX_LABELS_APP];
+            if (!cw || C > BERT_CFG_MAX_LABELS_APP) {
+                fprintf(stderr, "bert-train: out of memory\n");
+                rc = -1;
+            } else {
+                memcpy(cw, w, nw * sizeof *cw);
+                memcpy(cb, b, C * sizeof *cb);
+                for (size_t i = 0; i < C; i++) {
+                    memcpy(w + i * H, cw + from[i] * H, H * sizeof *w);
+                    b[i] = cb[from[i]];
+                }
+                fprintf(stderr, "bert-train: --init %s: classifier rows "
+                                "reordered to the label order %s",
+                        init, labs->names[0]);
+                for (size_t i = 1; i < C; i++)
+                    fprintf(stderr, ",%s", labs->names[i]);
+                fputc('\n', stderr);
+            }
+            free(cw);
+        }
+    } else if (!perm) {
+        fprintf(stderr, "bert-train: note: --init %s's head was trained for "
+                        "other label names; its rows are kept in order\n",
+                init);
+    }
+    free(from);
+    bert_model_free(m);
+    return rc;
+}
+
 /* Saves the model into out: bert_trainer_save writes into a fresh staging
  * directory inside out, then each file is fsynced and renamed over its
  * final name (a kill or a full disk during the save leaves the previous
@@ -1462,7 +1543,7 @@ int main(int argc, char **argv)
     if (optind < argc)
         why = "unexpected argument";
     else if (o.task <= 0)
-        why = "--task sequence|token|mlm is required";
+        why = "--task sequence|token|mlm|embeddings is required";
     else if (!o.init == !o.config)
         why = "give exactly one of --init DIR and --config FILE";
     else if (o.config && !o.vocab)
@@ -1644,6 +1725,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bert-train: %s\n", err.text);
         return EXIT_BADINPUT;
     }
+    if (o.init && (o.task == BERT_TRAIN_SEQUENCE || o.task == BERT_TRAIN_TOKEN) &&
+        remap_head(t, o.init, &labs))
+        return EXIT_BADINPUT;
     size_t V = bert_trainer_config(t)->vocab_size;
     if (p.dropout) {
         const bert_config *bc = bert_trainer_config(t);

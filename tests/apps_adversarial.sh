@@ -229,4 +229,12 @@ expect "crlf vocab" 0 '' "$B/bert-sentiment" --model "$tmp/crlf" 'a good film'
 grep -v '^\[UNK\]$' "$D/vocab.txt" > "$tmp/crlf/vocab.txt"
 expect "no [UNK]" 2 'crlf/vocab.txt: the vocabulary has no unknown token' "$B/bert-sentiment" --model "$tmp/crlf" 'a good film'
 
+# --- every tool: --help with examples, --version, both exit 0 -------------
+for tool in bert-classify bert-sentiment bert-tag bert-infer bert-tokenize bert-train bert-vocab bert-bench; do
+    "$B/$tool" --help > "$tmp/out" 2>&1 || die "$tool --help: exit $?"
+    grep -q '^Examples:' "$tmp/out" || die "$tool --help has no examples"
+    "$B/$tool" --version > "$tmp/out" 2>&1 || die "$tool --version: exit $?"
+    grep -q "^$tool (libbert) " "$tmp/out" || die "$tool --version: $(cat "$tmp/out")"
+done
+
 exit $fail

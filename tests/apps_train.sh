@@ -131,6 +131,19 @@ done
     --out "$tmp/e" > /dev/null 2> "$tmp/err"; st=$?
 [ $st = 2 ] && grep -q 'empty.csv: empty file' "$tmp/err" || die "empty train.csv: exit $st: $(cat "$tmp/err")"
 
+# --init with the labels in another order: the head's rows follow the names
+"$TRAIN" --init "$V" --task sequence --train "$tmp/train.csv" --out "$tmp/swap" --max-length 16 \
+    --labels positive,negative --lr 1e-12 --no-dropout --epochs 1 > /dev/null 2> "$tmp/err" ||
+    die "--labels swapped: exit $?: $(cat "$tmp/err")"
+grep -q 'classifier rows reordered' "$tmp/err" || die "--labels swapped: no note: $(cat "$tmp/err")"
+S=$top_builddir/apps/bert-sentiment
+"$S" --model "$V" 'a gorgeous film' 'a waste of time' | cut -f1,3 > "$tmp/want"
+"$S" --model "$tmp/swap" 'a gorgeous film' 'a waste of time' | cut -f1,3 > "$tmp/got"
+cmp -s "$tmp/want" "$tmp/got" || die "--labels swapped: labels moved: $(cat "$tmp/got")"
+# the task message lists every task; --format is documented
+"$TRAIN" --train x --out y 2> "$tmp/err"; grep -q 'mlm|embeddings' "$tmp/err" || die "task message: $(head -1 "$tmp/err")"
+"$TRAIN" --help | grep -q -- '--format csv|conll|text' || die "--format not in --help"
+
 # --- item 11: one-class training data, dropout outside [0, 1) -------------
 { echo text,label; echo "good,positive"; echo "fine,positive"; } > "$tmp/one.csv"
 "$TRAIN" --config "$tmp/config.json" --vocab "$V" --task sequence --train "$tmp/one.csv" \
