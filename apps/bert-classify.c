@@ -1103,7 +1103,7 @@ static int run(app *a)
     }
     static char obuf[1 << 16];
     setvbuf(a->out, obuf, _IOFBF, sizeof obuf);
-    a->progress = isatty(STDERR_FILENO);
+    a->progress = app_progress_ok();
     a->t0 = now();
 
     /* the reader starts with window 0; the main thread waits for it */

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <utf8proc.h>
 
@@ -1011,6 +1012,7 @@ static int merge_pair(bpe_t *b, int32_t pid, int32_t nid, int64_t merge)
  * pair occurs fewer than min_frequency times, or no pair is left. */
 static int merge_until(bpe_t *b, long vocab_size, long min_frequency, int quiet)
 {
+    int tty = isatty(STDERR_FILENO);
     int64_t merges = 0;
     while (b->ntok < (size_t)vocab_size && b->heap.n > 0) {
         hent e = hpop(&b->heap);
@@ -1027,11 +1029,12 @@ static int merge_until(bpe_t *b, long vocab_size, long min_frequency, int quiet)
             return oom();
         if (merge_pair(b, e.pid, nid, ++merges))
             return -1;
-        if (!quiet && b->ntok % 1000 == 0)
+        if (!quiet && tty && b->ntok % 1000 == 0)
             fprintf(stderr, "\r" PROG ": %zu tokens", b->ntok);
     }
+    /* the running count only on a terminal: in a log, "\r" lines are noise */
     if (!quiet)
-        fprintf(stderr, "\r" PROG ": %zu tokens\n", b->ntok);
+        fprintf(stderr, "%s" PROG ": %zu tokens\n", tty ? "\r" : "", b->ntok);
     return 0;
 }
 

@@ -234,6 +234,19 @@ int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
     return app_commit(f, tmp, path);
 }
 
+/* ---- progress ---- */
+
+int app_progress_ok(void)
+{
+    struct stat o, e;
+    if (!isatty(STDERR_FILENO))
+        return 0;
+    if (isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &o) == 0 &&
+        fstat(STDERR_FILENO, &e) == 0 && o.st_rdev == e.st_rdev)
+        return 0;
+    return 1;
+}
+
 /* ---- --threads ---- */
 
 int app_parse_threads(const char *prog, const char *s)

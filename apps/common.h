@@ -45,6 +45,10 @@ size_t app_utf8_valid(const char *s, size_t n);
  * turned 20 lines of 0.17 s into 41 s. */
 int app_parse_threads(const char *prog, const char *s);
 
+/* 1 when a progress line may be drawn on stderr: stderr is a terminal and
+ * stdout is not that same terminal (there the data would mix with it). */
+int app_progress_ok(void);
+
 /* ---- files written whole or not at all ---- */
 
 /* Every file the tools write goes to a temporary file beside it, is

@@ -237,4 +237,18 @@ for tool in bert-classify bert-sentiment bert-tag bert-infer bert-tokenize bert-
     grep -q "^$tool (libbert) " "$tmp/out" || die "$tool --version: $(cat "$tmp/out")"
 done
 
+# --- progress: never into the data on a shared terminal, never \r into a log
+if command -v script > /dev/null && script -qc true /dev/null > /dev/null 2>&1; then
+    # stdout and stderr the same terminal: no progress line
+    script -qc "'$B/bert-classify' --model '$D' '$tmp/many.csv'" /dev/null > "$tmp/tty" 2>&1
+    grep -q "$(printf '\033')\[K" "$tmp/tty" && die "progress drawn into the data on a shared terminal"
+    # stderr alone on the terminal: progress
+    script -qc "'$B/bert-classify' --model '$D' '$tmp/many.csv' > /dev/null" /dev/null > "$tmp/tty" 2>&1
+    grep -q "$(printf '\033')\[K" "$tmp/tty" || die "no progress on a terminal stderr"
+fi
+"$B/bert-vocab" --out "$tmp/pv" --vocab-size 3000 --min-frequency 1 "$D/vocab.txt" 2> "$tmp/err" > /dev/null ||
+    die "bert-vocab: exit $?"
+[ "$(tr -cd '\r' < "$tmp/err" | wc -c)" = 0 ] || die "bert-vocab wrote \\r progress into a file"
+grep -q 'bert-vocab: [0-9]* tokens$' "$tmp/err" || die "bert-vocab: no final count: $(cat "$tmp/err")"
+
 exit $fail
