@@ -109,6 +109,7 @@ typedef struct reader {
     size_t width;
     long col, pcol;         /* 0-based, -1 none */
     long long nrecords;
+    long long ntruncated;   /* rows cut to the model's maximum length */
     int fatal;              /* stop parsing: the window says why */
     bert_encoding *enc;
     window *win;            /* the app's two windows */
@@ -602,6 +603,8 @@ static void tokenize(reader *rd, window *w, row *r)
                  err.text[0] ? err.text : bert_strerror(rc));
         return;
     }
+    if (rd->enc->n_overflow_first || rd->enc->n_overflow_second)
+        rd->ntruncated++;
     size_t n = rd->enc->n;
     grow_to(&w->ids, &w->ids_cap, w->ntok + n, sizeof(int32_t));
     grow_to(&w->tids, &w->tids_cap, w->ntok + n, sizeof(int32_t));
@@ -1147,6 +1150,11 @@ static int run(app *a)
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
             "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
             el > 0 ? (double)a->nwritten / el : 0.0);
+    if (rd->ntruncated)
+        fprintf(stderr, PROG ": %s: warning: %lld row(s) longer than the "
+                "model's %zu tokens were truncated (only their first %zu "
+                "tokens were classified)\n", a->fname, rd->ntruncated,
+                a->maxlen, a->maxlen);
     return status;
 }
 

@@ -178,6 +178,15 @@ grep -q 'row 2 (line 3): invalid UTF-8' "$tmp/e" || die "CR-only: line numbers: 
 [ "$(tr -cd '\r' < "$tmp/o" | wc -c)" = 4 ] && [ "$(tr -cd '\n' < "$tmp/o" | wc -c)" = 0 ] ||
     die "CR-only: output line endings: $(od -c "$tmp/o" | head -3)"
 
+# long texts: truncated, counted, and a warning at the end
+{ echo text; w=; i=0; while [ $i -lt 300 ]; do w="$w word"; i=$((i + 1)); done
+  echo "$w"; echo short; echo "$w"; } > "$tmp/long.csv"
+"$CLS" --model "$M" "$tmp/long.csv" > /dev/null 2> "$tmp/e" || die "long texts: exit $?"
+grep -q 'warning: 2 row(s) longer than the model.s [0-9]* tokens were truncated' "$tmp/e" ||
+    die "long texts: no truncation warning: $(cat "$tmp/e")"
+"$CLS" --model "$M" "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"
+grep -q 'truncated' "$tmp/e" && die "truncation warning without long rows"
+
 # item 6: the input already has label/score/error columns, or repeats names
 printf 'text,label\ngood,x\n' > "$tmp/has_label.csv"
 for f in csv jsonl; do
