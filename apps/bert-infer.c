@@ -33,7 +33,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bert-infer --model DIR [--max-length N] [--hidden] "
-            "[--threads N] [--batch N]\n"
+            "[--threads N] [--batch N] [--jsonl]\n"
             "Reads one text per line on stdin (TAB separates a sentence "
             "pair) and writes one JSON object per line:\n"
             "  sequence models: ids, logits, probs, label\n"
@@ -47,6 +47,9 @@ static void usage(FILE *f)
             "  --hidden          also print last_hidden_state\n"
             "  --threads N       threads for matrix products (default 1)\n"
             "  --batch N         lines per model run (default 16)\n"
+            "  --jsonl           read JSON Lines: {\"text\": ..., "
+            "\"text_pair\": ...} per line\n"
+            "                    (texts may hold TABs and newlines)\n"
             "  --help, --version\n"
             "Exit status: 0 ok, 1 usage, 2 bad model or input (bad lines "
             "print {\"line\":N,\"error\":...}).\n"
@@ -175,7 +178,7 @@ int main(int argc, char **argv)
 {
     const char *model_dir = NULL;
     long max_length = 0, threads = 1, batch = 16;
-    int hidden = 0;
+    int hidden = 0, jsonl = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -187,6 +190,8 @@ int main(int argc, char **argv)
             return EXIT_OK;
         } else if (strcmp(a, "--hidden") == 0) {
             hidden = 1;
+        } else if (strcmp(a, "--jsonl") == 0) {
+            jsonl = 1;
         } else if (i + 1 < argc && strcmp(a, "--model") == 0) {
             model_dir = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--max-length") == 0) {
@@ -301,16 +306,28 @@ int main(int argc, char **argv)
                          "line %ld: invalid UTF-8 at byte %zu", l->no, bad);
                 continue;
             }
-            char *tab = memchr(buf, '\t', len);
-            const char *pair = NULL;
+            const char *text = buf, *pair = NULL;
             size_t tlen = len, plen = 0;
-            if (tab) {
-                tlen = (size_t)(tab - buf);
-                pair = tab + 1;
-                plen = len - tlen - 1;
+            void *own = NULL;
+            if (jsonl) {
+                char msg[300];
+                if (app_jsonl_parse(buf, len, &own, &text, &tlen, &pair,
+                                    &plen, msg, sizeof msg)) {
+                    snprintf(l->error, sizeof l->error, "line %ld: %s", l->no,
+                             msg);
+                    continue;
+                }
+            } else {
+                char *tab = memchr(buf, '\t', len);
+                if (tab) {
+                    tlen = (size_t)(tab - buf);
+                    pair = tab + 1;
+                    plen = len - tlen - 1;
+                }
             }
-            rc = bert_tokenizer_encode(tok, buf, tlen, pair, plen, &ep, l->enc,
-                                       &err);
+            rc = bert_tokenizer_encode(tok, text, tlen, pair, plen, &ep,
+                                       l->enc, &err);
+            app_jsonl_free(own);
             if (rc != BERT_OK) {
                 snprintf(l->error, sizeof l->error, "line %ld: %s", l->no,
                          err.text);

@@ -112,29 +112,6 @@ const char *app_default_model(const char *name, char *buf, size_t cap)
     return NULL;
 }
 
-int app_each_text(const char *prog, int argc, char **argv, int first,
-                  app_text_fn fn, void *ctx)
-{
-    if (first < argc) {
-        for (int i = first; i < argc; i++) {
-            char where[32];
-            snprintf(where, sizeof where, "argument %d", i - first + 1);
-            fn(ctx, argv[i], strlen(argv[i]), where, 0);
-        }
-        return 0;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    long n, lineno = 0;
-    while ((n = app_read_line(stdin, &line, &cap)) >= 0)
-        fn(ctx, line, (size_t)n, "<stdin>", ++lineno);
-    free(line);
-    if (n == -2) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        return -1;
-    }
-    return 0;
-}
 
 /* Length of the UTF-8 sequence at s (1..4) if valid, else 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)

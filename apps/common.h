@@ -21,15 +21,6 @@ long app_read_line(FILE *f, char **buf, size_t *cap);
  * for the error message). */
 const char *app_default_model(const char *name, char *buf, size_t cap);
 
-/* Calls fn(ctx, text, len, where, line) on each of argv[first..argc) (where
- * "argument N", line 0) or, when there are none, on each line of standard
- * input (where "<stdin>", line from 1).  Returns 0, or -1 after printing
- * "PROG: out of memory" when a line could not be read. */
-typedef int (*app_text_fn)(void *ctx, const char *text, size_t len,
-                           const char *where, long line);
-int app_each_text(const char *prog, int argc, char **argv, int first,
-                  app_text_fn fn, void *ctx);
-
 /* Writes s[0..n) to f as a JSON string (with the quotes).  Invalid UTF-8
  * bytes become U+FFFD, control characters are escaped. */
 void app_json_string(FILE *f, const char *s, size_t n);
@@ -67,6 +58,29 @@ int app_commit(FILE *f, const char *tmp, const char *path);
 void app_discard(FILE *f, const char *tmp);
 
 /* ---- in common_model.c, for the tools that link libbert ---- */
+
+/* One JSON Lines input record: {"text": STRING, "text_pair": STRING or
+ * null} (other keys ignored; strings may hold TABs, newlines, NULs).  On
+ * success *text, *tlen and *pair, *plen (NULL and 0 when absent, null or "")
+ * point into *owner, to be released with app_jsonl_free; returns 0.  Else
+ * writes the reason to msg and returns -1. */
+int app_jsonl_parse(const char *line, size_t len, void **owner,
+                    const char **text, size_t *tlen, const char **pair,
+                    size_t *plen, char *msg, size_t msgcap);
+void app_jsonl_free(void *owner);
+
+/* Calls fn(ctx, text, len, pair, pair_len, where, line) on each of
+ * argv[first..argc) (where "argument N", line 0, no pair) or, when there
+ * are none, on each line of standard input (where "<stdin>", line from 1):
+ * the line is the text, or with jsonl a JSON Lines record (app_jsonl_parse;
+ * a bad record calls fn with text NULL and the reason in pair).  Returns 0,
+ * or -1 after printing "PROG: out of memory" when a line could not be
+ * read. */
+typedef int (*app_text_fn)(void *ctx, const char *text, size_t len,
+                           const char *pair, size_t pair_len,
+                           const char *where, long line);
+int app_each_text(const char *prog, int argc, char **argv, int first,
+                  int jsonl, app_text_fn fn, void *ctx);
 
 /* Loads the model of a tool: *dir, or when *dir is NULL the bundled default
  * model `name` (then *dir is set to its directory; `what` names it in the

@@ -251,4 +251,25 @@ fi
 [ "$(tr -cd '\r' < "$tmp/err" | wc -c)" = 0 ] || die "bert-vocab wrote \\r progress into a file"
 grep -q 'bert-vocab: [0-9]* tokens$' "$tmp/err" || die "bert-vocab: no final count: $(cat "$tmp/err")"
 
+# --- JSON Lines input: a text with a TAB (or newline) is one text ---------
+printf '{"text":"a good\\tfilm"}\n{"text":"a good","text_pair":"film"}\n' > "$tmp/in.jsonl"
+printf 'a good film\na good\tfilm\n' > "$tmp/in.txt"
+for tool in bert-tokenize bert-infer; do
+    stdin=$tmp/in.jsonl expect "jsonl $tool" 0 '' "$B/$tool" --model "$D" --jsonl
+    mv "$tmp/out" "$tmp/jl"
+    stdin=$tmp/in.txt expect "lines $tool" 0 '' "$B/$tool" --model "$D"
+    cmp -s "$tmp/jl" "$tmp/out" || die "$tool --jsonl differs: $(cat "$tmp/jl")"
+done
+stdin=$tmp/in.jsonl expect "jsonl sentiment" 0 '' "$B/bert-sentiment" --model "$D" --jsonl --json
+sed -n 1p "$tmp/out" | grep -q '^{"text":"a good\\tfilm","label"' || die "sentiment --jsonl: $(cat "$tmp/out")"
+sed -n 2p "$tmp/out" | grep -q '"text_pair":"film"' || die "sentiment --jsonl pair: $(cat "$tmp/out")"
+"$B/bert-sentiment" --model "$D" 'a good film' | cut -f1,2 > "$tmp/want"
+sed -n 1p "$tmp/out" | sed 's/.*"label":"\([^"]*\)","score":\([^,]*\),.*/\1\t\2/' | cmp -s - "$tmp/want" ||
+    die "sentiment --jsonl: the TAB text scored differently"
+printf '{"text":"Angela Merkel\\tvisited Paris."}\nnot json\n' > "$tmp/tag.jsonl"
+stdin=$tmp/tag.jsonl expect "jsonl tag" 2 'invalid JSON' "$B/bert-tag" --jsonl
+[ "$(wc -l < "$tmp/out")" = 2 ] && sed -n 2p "$tmp/out" | grep -q '^{"error":' || die "tag --jsonl: $(cat "$tmp/out")"
+"$B/bert-tag" 'Angela Merkel visited Paris.' > "$tmp/want"
+sed -n 1p "$tmp/out" | cmp -s - "$tmp/want" || die "tag --jsonl: $(sed -n 1p "$tmp/out")"
+
 exit $fail
