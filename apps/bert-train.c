@@ -20,6 +20,11 @@
 
 #define BERT_CFG_MAX_LABELS_APP 4096
 
+/* Error exits from main use exit(), not return: what main holds stays
+ * reachable from its frame, so LeakSanitizer does not report the memory a
+ * one-shot tool leaves to the system (return from main released the
+ * frame and made every early error a "leak"). */
+
 /* ---- options ----------------------------------------------------------- */
 
 enum { TASK_EMBED = 100 }; /* --task embeddings (not a bert_train_task) */
@@ -1591,17 +1596,17 @@ int main(int argc, char **argv)
         if (mkdir(o.out, 0755) && errno != EEXIST) {
             fprintf(stderr, "bert-train: cannot create --out %s: %s\n", o.out,
                     strerror(errno));
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         if (stat(o.out, &st) || !S_ISDIR(st.st_mode)) {
             fprintf(stderr, "bert-train: --out %s is not a directory\n", o.out);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         snprintf(probe, sizeof probe, "%s/.bert-train-probe", o.out);
         if (!(f = app_create(probe, tmp))) {
             fprintf(stderr, "bert-train: cannot write into --out %s: %s\n",
                     o.out, strerror(errno));
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         app_discard(f, tmp);
     }
@@ -1614,7 +1619,7 @@ int main(int argc, char **argv)
         bert_tokenizer *t0;
         if (bert_tokenizer_load(vocab_dir, &t0, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         int lower = o.lowercase >= 0 ? o.lowercase : bert_tokenizer_lowercase(t0);
         bert_tokenizer_free(t0);
@@ -1623,7 +1628,7 @@ int main(int argc, char **argv)
         snprintf(vp, sizeof vp, "%s/vocab.txt", vocab_dir);
         if (bert_tokenizer_load_vocab(vp, lower, -1, 1, &k.tok, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
     }
     k.enc = bert_encoding_create();
@@ -1635,7 +1640,7 @@ int main(int argc, char **argv)
     if (k.cls < 0 || k.sep < 0 || k.pad < 0 || (o.task == BERT_TRAIN_MLM && k.mask < 0)) {
         fprintf(stderr, "bert-train: the vocabulary lacks [CLS], [SEP], [PAD] "
                         "or [MASK]\n");
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     /* labels */
     labels_t labs;
@@ -1657,17 +1662,17 @@ int main(int argc, char **argv)
     else
         rc = load_text(o.train, &k, &tr);
     if (rc)
-        return rc;
+        exit(rc);
     if (tr.n == 0) {
         fprintf(stderr, "bert-train: %s: no examples\n", o.train);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     if (o.task != BERT_TRAIN_MLM && o.task != TASK_EMBED && !o.labels) {
         /* sorted label order ("O" first), fixed before the dev set */
         char **sorted = malloc(labs.n * sizeof *sorted);
         int32_t *map = malloc(labs.n * sizeof *map);
         if (!sorted || !map)
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         memcpy(sorted, labs.names, labs.n * sizeof *sorted);
         qsort(sorted, labs.n, sizeof *sorted, cmp_names);
         for (size_t i = 0; i < labs.n; i++)
@@ -1685,7 +1690,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bert-train: %s: every example has the label \"%s\"; "
                         "a classifier needs at least two labels\n",
                 o.train, labs.n ? labs.names[0] : "");
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     if (o.dev) {
         if (o.task == BERT_TRAIN_SEQUENCE)
@@ -1695,7 +1700,7 @@ int main(int argc, char **argv)
         else
             rc = load_text(o.dev, &k, &dv);
         if (rc)
-            return rc;
+            exit(rc);
         if (o.dev_max > 0 && dv.n > (size_t)o.dev_max)
             dv.n = (size_t)o.dev_max; /* (the rest leaks until exit) */
     }
@@ -1723,11 +1728,11 @@ int main(int argc, char **argv)
     bert_trainer *t;
     if (bert_trainer_create(o.init, o.config, &p, &t, &err)) {
         fprintf(stderr, "bert-train: %s\n", err.text);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     if (o.init && (o.task == BERT_TRAIN_SEQUENCE || o.task == BERT_TRAIN_TOKEN) &&
         remap_head(t, o.init, &labs))
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     size_t V = bert_trainer_config(t)->vocab_size;
     if (p.dropout) {
         const bert_config *bc = bert_trainer_config(t);
@@ -1741,13 +1746,13 @@ int main(int argc, char **argv)
                                 "%g: it would drop every activation (use "
                                 "< 1, or --no-dropout)\n",
                         nm[i], (double)pr[i]);
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
     }
     if (bert_tokenizer_vocab_size(k.tok) > V) {
         fprintf(stderr, "bert-train: the vocabulary has %zu tokens, the model "
                         "%zu\n", bert_tokenizer_vocab_size(k.tok), V);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     if ((size_t)o.max_len > bert_trainer_config(t)->max_position) {
         fprintf(stderr, "bert-train: --max-length %ld exceeds the model's "
@@ -1763,7 +1768,7 @@ int main(int argc, char **argv)
         if (bert_trainer_tensor(t, embedding_name(t, "position", name),
                                 &pe, &pn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         for (size_t r = 0; r < pn / H; r++)
             for (size_t i = 0; i < H; i += 2) {
@@ -1783,14 +1788,14 @@ int main(int argc, char **argv)
         if (bert_trainer_tensor(t, embedding_name(t, "word", name),
                                 &we, &wn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         float *vec = malloc(V * H * sizeof *vec);
         double lr0 = o.lr == 5e-5 ? 0.025 : o.lr;
         if (!vec || train_sgns(&tr, &k, V, H, o.epochs, 5, 5, lr0, o.seed, vec,
                                o.quiet)) {
             fprintf(stderr, "bert-train: out of memory\n");
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         double ss = 0;
         for (size_t i = 0; i < V * H; i++)
@@ -1801,7 +1806,7 @@ int main(int argc, char **argv)
         memset(we + (size_t)k.pad * H, 0, H * sizeof(float));
         free(vec);
         if (save_model(t, vocab_dir, o.out, o.lowercase))
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         if (!o.quiet)
             fprintf(stderr, "bert-train: word embeddings trained in %.0f s; "
                             "model in %s\n", now() - t0, o.out);
@@ -1815,13 +1820,13 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
         if (bert_trainer_load_state(t, path, &err)) {
             fprintf(stderr, "bert-train: --resume: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
         FILE *f = fopen(path, "r");
         if (!f || fscanf(f, "%zu %lf", &start_epoch, &best) != 2) {
             fprintf(stderr, "bert-train: --resume: cannot read %s\n", path);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         fclose(f);
         if (!o.quiet)
@@ -1858,13 +1863,13 @@ int main(int argc, char **argv)
                 if (make_batch(&bb, &tr, ord + s, nb, o.task, &k, V, o.mlm_prob,
                                eseed, &b)) {
                     fprintf(stderr, "bert-train: out of memory\n");
-                    return EXIT_BADINPUT;
+                    exit(EXIT_BADINPUT);
                 }
                 double loss;
                 if (bert_trainer_accumulate(t, &b, 1.0f / (float)o.accum, &loss,
                                             &err)) {
                     fprintf(stderr, "bert-train: %s\n", err.text);
-                    return EXIT_BADINPUT;
+                    exit(EXIT_BADINPUT);
                 }
                 eloss += loss;
                 en++;
@@ -1877,7 +1882,7 @@ int main(int argc, char **argv)
             if (bert_trainer_update(t, &gn, &err)) {
                 fprintf(stderr, "bert-train: step %zu: %s\n",
                         bert_trainer_steps(t), err.text);
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
             double el = now() - te, rate = (double)seen / (el > 0 ? el : 1e-9);
             size_t step = bert_trainer_steps(t);
@@ -1908,7 +1913,7 @@ int main(int argc, char **argv)
         if (dv.n) {
             if (evaluate(t, &dv, o.task, &labs, &k, 64, V, o.mlm_prob, o.seed, &r)) {
                 fprintf(stderr, "bert-train: evaluation failed\n");
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
         } else {
             r.main = -eloss / (double)(en ? en : 1);
@@ -1922,10 +1927,10 @@ int main(int argc, char **argv)
         if (improved) {
             best = r.main;
             if (save_model(t, vocab_dir, o.out, o.lowercase))
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
         }
         if (o.save_state && save_resume_state(t, o.out, ep + 1, best))
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
     }
     /* Without a dev set the "best" epoch is the one of lowest train loss
      * (kept as its negative, so that larger is better everywhere). */
