@@ -56,7 +56,19 @@ static const char usage[] =
     "                  [--threads N] [--reps N] [--min-time S]\n"
     "                  [--text FILE] [--vocab FILE] [--quiet-wait S]\n"
     "                  [--kernels auto|avx512|avx2|blis]\n"
-    "                  [--no-peak] [--no-blis] [--json]\n";
+    "                  [--no-peak] [--no-blis] [--json] [--help] [--version]\n";
+
+static const char help_examples[] =
+    "\nTimes bert_session_run on a model directory (--model) or on a random\n"
+    "model of a named shape (--shape), and reports the median latency,\n"
+    "tokens/s and GFLOP/s (--json: one JSON object).\n"
+    "\nExamples:\n"
+    "  bert-bench --model data/sentiment\n"
+    "  bert-bench --shape bert-base --batch 8 --seq 128 --threads 2 --json\n"
+    "  bert-bench --model data/sentiment --mixed 16-128 --batch 32\n"
+    "  bert-bench --model data/sentiment --text reviews.txt\n"
+    "  bert-bench --shape bert-base --kernels avx2    # compare tiers\n"
+    "\nExit status: 0 success, 1 usage error, 2 bad model or run failure.\n";
 
 typedef struct opts {
     const char *model, *shape, *text, *vocab, *lengths;
@@ -266,15 +278,22 @@ static double layer_gflops(size_t T, size_t H, size_t I, int threads,
 
 /* ---- inputs --------------------------------------------------------------- */
 
-/* Same ids as ort_bench.js: [CLS] w... [SEP], w depends on (b, t). */
-static void fill_ids(int32_t *ids, size_t b, size_t n)
+/* [CLS] w... [SEP], w depending on (b, t), every id below the vocabulary
+ * size V.  For V >= 30000 (BERT's 30522) the ids of ort_bench.js: w in
+ * [1000, 30000), [CLS] 101, [SEP] 102.  A smaller vocabulary (the bundled
+ * models have 12000) spreads w over [V/10, V) and takes 101/102 when they
+ * exist, else the last two ids. */
+static void fill_ids(int32_t *ids, size_t b, size_t n, size_t V)
 {
+    size_t lo = V >= 30000 ? 1000 : V / 10, span = V >= 30000 ? 29000 : V - lo;
+    int32_t cls = V > 102 ? 101 : (int32_t)(V >= 2 ? V - 2 : 0);
+    int32_t sep = V > 102 ? 102 : (int32_t)(V - 1);
     for (size_t t = 0; t < n; t++) {
-        int32_t id = 1000 + (int32_t)((b * 7919 + t * 104729) % 29000);
+        int32_t id = (int32_t)(lo + (b * 7919 + t * 104729) % span);
         if (t == 0)
-            id = 101;
+            id = cls;
         if (t == n - 1)
-            id = 102;
+            id = sep;
         ids[t] = id;
     }
 }
@@ -456,6 +475,11 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-blis")) { o.no_blis = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
+            fputs(help_examples, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("bert-bench (libbert) %s\n", BERT_VERSION_STRING);
             return EXIT_OK;
         }
         if (!v) {
@@ -586,7 +610,7 @@ int main(int argc, char **argv)
         }
         double flops = 0;
         for (size_t b = 0, off = 0; b < batch; off += len[b], b++) {
-            fill_ids(ids + off, b, len[b]);
+            fill_ids(ids + off, b, len[b], cfg->vocab_size);
             in[b].ids = ids + off;
             in[b].n = len[b];
             /* Counted as run: sequence logits alone take the [CLS]-only

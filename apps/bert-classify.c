@@ -45,7 +45,9 @@
 #define PROG "bert-classify"
 #define MAX_ERRORS_SHOWN 20
 #define WINDOW_BATCHES 8    /* default --window, in batches */
-#define MAX_ROWS (1u << 20) /* cap of --batch and --window */
+#define MAX_ROWS (1u << 16) /* cap of --window */
+#define MAX_BATCH 4096      /* most --batch (as bert-infer): the activations
+                               grow with the tokens of a batch */
 
 /* Where a row's error arose: the one-batch-at-a-time tool reported, per
  * batch, the input errors first and then the model's; report_errors keeps
@@ -100,10 +102,14 @@ typedef struct reader {
     int csv_ready;          /* csv_init succeeded: csv_free needed */
     long line, pending_line;
     row header;
-    int header_done, header_ok, have_first, crlf;
+    int header_done, header_ok, have_first;
+    const char *eol;        /* line ending of the first record: the output's */
+    const char *chunk_eol;  /* ending of the physical line being parsed */
+    int cr_pending;         /* the last block ended in '\r' */
     size_t width;
     long col, pcol;         /* 0-based, -1 none */
     long long nrecords;
+    long long ntruncated;   /* rows cut to the model's maximum length */
     int fatal;              /* stop parsing: the window says why */
     bert_encoding *enc;
     window *win;            /* the app's two windows */
@@ -120,6 +126,10 @@ typedef struct by_len {
 typedef struct app {
     /* options */
     const char *model_dir, *col_spec, *pcol_spec, *out_path, *in_path;
+    const char *prefix;     /* of the added columns/keys ("" by default) */
+    char **keys;            /* JSONL: the header's names made unique */
+    int col_default;        /* --column not given: "text" */
+    char out_tmp[4096];     /* --out is written here, renamed at the end */
     int all_scores, jsonl, no_header, threads;
     size_t top_k, batch, window;
     /* input (opened by the main thread, then the reader's) */
@@ -134,6 +144,7 @@ typedef struct app {
     /* output (main thread) */
     FILE *out;
     long long nwritten, nerrors, ndone, consumed;
+    long long nmodel_errors; /* rows the model failed on: exit status 2 */
     /* model */
     bert_model *m;
     bert_session *s;
@@ -273,33 +284,101 @@ static const char *label_name(const app *a, size_t i)
     return l ? l : "";
 }
 
+/* The i-th name the output adds to the input's (--prefix first): CSV
+ * label, score, label_K, score_K (--top-k), score_LABEL (--all-scores),
+ * error; JSONL label, score, top_k, scores, error.  NULL past the last.
+ * The result lives until the next call. */
+static const char *added_name(const app *a, size_t i)
+{
+    static char buf[1024];
+    const char *base = NULL;
+    char tmp[64];
+    if (a->jsonl) {
+        static const char *const k[] = {"label", "score", "top_k", "scores",
+                                        "error"};
+        if (i >= 5)
+            return NULL;
+        base = k[i];
+    } else if (i < 2) {
+        base = i ? "score" : "label";
+    } else if (i < 2 * a->top_k) {
+        snprintf(tmp, sizeof tmp, "%s_%zu", i % 2 ? "score" : "label",
+                 i / 2 + 1);
+        base = tmp;
+    } else if (a->all_scores && i < 2 * a->top_k + a->C) {
+        snprintf(buf, sizeof buf, "%sscore_%s", a->prefix,
+                 label_name(a, i - 2 * a->top_k));
+        return buf;
+    } else if (i == 2 * a->top_k + (a->all_scores ? a->C : 0)) {
+        base = "error";
+    } else {
+        return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s%s", a->prefix, base);
+    return buf;
+}
+
+static int field_is(const row *h, size_t j, const char *s)
+{
+    return h->flen[j] == strlen(s) && memcmp(h->buf + h->foff[j], s,
+                                             h->flen[j]) == 0;
+}
+
+/* The input column whose name an added column would repeat (-1: none);
+ * its name in *name. */
+static long name_clash(const app *a, const row *h, const char **name)
+{
+    for (size_t i = 0; (*name = added_name(a, i)); i++)
+        for (size_t j = 0; j < h->nf; j++)
+            if (field_is(h, j, *name))
+                return (long)j;
+    return -1;
+}
+
+/* JSONL keys of the header fields: the names, each repeated one renamed
+ * NAME.1, NAME.2 ... (as pandas does) so that no key appears twice. */
+static void make_keys(app *a)
+{
+    const row *h = &a->rd.header;
+    a->keys = xrealloc(NULL, (h->nf ? h->nf : 1) * sizeof *a->keys);
+    for (size_t j = 0; j < h->nf; j++) {
+        size_t n = h->flen[j];
+        char *k = xrealloc(NULL, n + 24);
+        memcpy(k, h->buf + h->foff[j], n);
+        k[n] = '\0';
+        for (unsigned long d = 1;; d++) {
+            size_t i = 0;
+            while (i < j && strcmp(a->keys[i], k) != 0)
+                i++;
+            if (i == j)
+                break;
+            snprintf(k + n, 24, ".%lu", d);
+        }
+        a->keys[j] = k;
+    }
+}
+
 static void write_header(app *a)
 {
     FILE *f = a->out;
     if (a->no_header)
         return;
-    if (a->jsonl)
-        return; /* jsonl keys come from the header; nothing to write */
+    if (a->jsonl) {
+        make_keys(a); /* jsonl keys come from the header */
+        return;
+    }
     const row *hd = &a->rd.header;
     for (size_t j = 0; j < hd->nf; j++) {
         put_field(f, hd->buf + hd->foff[j], hd->flen[j]);
         putc(',', f);
     }
-    fputs("label,score", f);
-    for (size_t k = 2; k <= a->top_k; k++)
-        fprintf(f, ",label_%zu,score_%zu", k, k);
-    if (a->all_scores)
-        for (size_t c = 0; c < a->C; c++) {
+    const char *name;
+    for (size_t i = 0; (name = added_name(a, i)); i++) {
+        if (i)
             putc(',', f);
-            size_t ln = strlen(label_name(a, c));
-            char *h = xrealloc(NULL, ln + 7);
-            memcpy(h, "score_", 6);
-            memcpy(h + 6, label_name(a, c), ln + 1);
-            put_str(f, h);
-            free(h);
-        }
-    fputs(",error", f);
-    fputs(a->rd.crlf ? "\r\n" : "\n", f);
+        put_str(f, name);
+    }
+    fputs(a->rd.eol ? a->rd.eol : "\n", f);
 }
 
 /* Labels by decreasing score, ties in label order (a stable sort). */
@@ -352,7 +431,7 @@ static void write_row_csv(app *a, const row *r, const float *sc)
         putc(',', f);
         put_str(f, r->err);
     }
-    fputs(a->rd.crlf ? "\r\n" : "\n", f);
+    fputs(a->rd.eol ? a->rd.eol : "\n", f);
 }
 
 static void write_row_jsonl(app *a, const row *r, const float *sc)
@@ -373,7 +452,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
                 putc(',', f);
             const row *h = &a->rd.header;
             if (j < h->nf) {
-                app_json_string(f, h->buf + h->foff[j], h->flen[j]);
+                app_json_string(f, a->keys[j], strlen(a->keys[j]));
             } else {
                 char k[32];
                 snprintf(k, sizeof k, "%zu", j + 1);
@@ -385,14 +464,15 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
     }
     if (r->nf || a->no_header)
         putc(',', f);
+    const char *P = a->prefix;
     if (r->ok) {
         rank(a, sc);
         const char *l = label_name(a, a->order[0]);
-        fputs("\"label\":", f);
+        fprintf(f, "\"%slabel\":", P);
         app_json_string(f, l, strlen(l));
-        fprintf(f, ",\"score\":%.9g", (double)sc[a->order[0]]);
+        fprintf(f, ",\"%sscore\":%.9g", P, (double)sc[a->order[0]]);
         if (a->top_k > 1) {
-            fputs(",\"top_k\":[", f);
+            fprintf(f, ",\"%stop_k\":[", P);
             for (size_t k = 0; k < a->top_k; k++) {
                 l = label_name(a, a->order[k]);
                 fputs(k ? ",{\"label\":" : "{\"label\":", f);
@@ -402,7 +482,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
             putc(']', f);
         }
         if (a->all_scores) {
-            fputs(",\"scores\":{", f);
+            fprintf(f, ",\"%sscores\":{", P);
             for (size_t c = 0; c < a->C; c++) {
                 l = label_name(a, c);
                 if (c)
@@ -412,9 +492,9 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
             }
             putc('}', f);
         }
-        fputs(",\"error\":null}\n", f);
+        fprintf(f, ",\"%serror\":null}\n", P);
     } else {
-        fputs("\"label\":null,\"score\":null,\"error\":", f);
+        fprintf(f, "\"%slabel\":null,\"%sscore\":null,\"%serror\":", P, P, P);
         app_json_string(f, r->err, strlen(r->err));
         fputs("}\n", f);
     }
@@ -523,6 +603,8 @@ static void tokenize(reader *rd, window *w, row *r)
                  err.text[0] ? err.text : bert_strerror(rc));
         return;
     }
+    if (rd->enc->n_overflow_first || rd->enc->n_overflow_second)
+        rd->ntruncated++;
     size_t n = rd->enc->n;
     grow_to(&w->ids, &w->ids_cap, w->ntok + n, sizeof(int32_t));
     grow_to(&w->tids, &w->tids_cap, w->ntok + n, sizeof(int32_t));
@@ -608,7 +690,7 @@ static void on_record(int c, void *data)
     if (!rd->have_first) {
         rd->have_first = 1;
         rd->width = r->nf;
-        rd->crlf = c == '\r';
+        rd->eol = c == -1 ? "\n" : rd->chunk_eol;
     }
     if (!a->no_header && !rd->header_done) {
         rd->header_done = 1;
@@ -624,7 +706,20 @@ static void on_record(int c, void *data)
                 window_msg(rd->w, "%s '%.*s'", j ? "," : "",
                            (int)rd->header.flen[j],
                            rd->header.buf + rd->header.foff[j]);
-            window_msg(rd->w, ")\n");
+            window_msg(rd->w, ")%s\n",
+                       a->col_default && bad == a->col_spec
+                           ? "; name the text column with --column"
+                           : "");
+            rd->w->fatal = rd->fatal = EXIT_BADINPUT;
+            return;
+        }
+        const char *name;
+        long j = name_clash(a, &rd->header, &name);
+        if (j >= 0) {
+            window_msg(rd->w, PROG ": %s: line %ld: the input already has a "
+                       "column '%s' (column %ld); name the added columns "
+                       "with --prefix, e.g. --prefix pred_\n",
+                       a->fname, r->line, name, j + 1);
             rd->w->fatal = rd->fatal = EXIT_BADINPUT;
             return;
         }
@@ -674,9 +769,37 @@ static void *reader_main(void *arg)
             if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
                 i = 3;
         }
+        /* the '\n' of a CRLF split between two blocks: its line was
+         * counted at the '\r' */
+        if (rd->cr_pending && i < n && buf[i] == '\n') {
+            if (csv_parse(&rd->p, buf + i, 1, on_field, on_record, rd) != 1)
+                reader_stop(rd, PROG ": %s: line %ld: malformed CSV (%s); "
+                            "stopping after %lld rows\n", a->fname, rd->line,
+                            csv_strerror(csv_error(&rd->p)), rd->nrecords);
+            i++;
+        }
+        rd->cr_pending = 0;
         while (i < n && !rd->fatal) {
-            const char *nl = memchr(buf + i, '\n', n - i);
-            size_t end = nl ? (size_t)(nl - buf) + 1 : n;
+            /* one physical line: up to LF, CRLF or a lone CR (old Mac
+             * files), so that every record gets its own line number */
+            size_t end = i;
+            while (end < n && buf[end] != '\n' && buf[end] != '\r')
+                end++;
+            int nl = end < n;
+            rd->chunk_eol = "\n";
+            if (nl && buf[end] == '\r') {
+                if (end + 1 < n && buf[end + 1] == '\n') {
+                    end++;
+                    rd->chunk_eol = "\r\n";
+                } else {
+                    rd->chunk_eol = "\r";
+                    rd->cr_pending = end + 1 == n;
+                    if (rd->cr_pending)
+                        rd->chunk_eol = "\r\n"; /* most likely */
+                }
+            }
+            if (nl)
+                end++;
             if (rd->p.pstate == 0)
                 rd->pending_line = rd->line;
             if (csv_parse(&rd->p, buf + i, end - i, on_field, on_record,
@@ -737,9 +860,11 @@ static void run_batch(app *a, window *w, by_len *b, size_t nb)
         /* find the culprit: run the rows one at a time */
         for (size_t k = 0; k < nb; k++) {
             bert_outputs o1 = {a->logits + k * a->C, NULL, NULL};
-            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0)
+            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0) {
                 row_fail(&w->rows[b[k].i], ERR_MODEL, "model run failed: %s",
                          bert_session_errmsg(a->s));
+                a->nmodel_errors++;
+            }
         }
     }
     for (size_t k = 0; k < nb; k++)
@@ -817,6 +942,8 @@ static void process_window(app *a, window *w)
     if (ferror(a->out)) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
                 a->out_path ? a->out_path : "<stdout>", strerror(errno));
+        if (a->out_path)
+            app_discard(NULL, a->out_tmp);
         exit(EXIT_BADINPUT);
     }
     draw_progress(a, 0);
@@ -853,34 +980,42 @@ static int classify_stream(app *a)
 static void usage(FILE *f)
 {
     fprintf(f,
-"Usage: " PROG " [OPTIONS] --column NAME|N [FILE|-]\n"
+"Usage: " PROG " [OPTIONS] [--column NAME|N] [FILE|-]\n"
 "Classify one column of a CSV file with a BERT sequence-classification model\n"
 "and write every row back with the columns label, score (and more) appended.\n"
 "\n"
 "  -m, --model DIR        model directory (default: the bundled sentiment model)\n"
 "  -c, --column NAME|N    the text column: a header name or a 1-based number\n"
+"                         (default: the header's 'text' column)\n"
 "  -p, --pair-column NAME|N  second text, for sentence-pair models\n"
 "  -o, --output FILE      write here instead of standard output\n"
 "  -a, --all-scores       add one score_<label> column per label\n"
 "  -k, --top-k K          also write label_2, score_2 ... label_K, score_K\n"
 "  -f, --format csv|jsonl output format (default csv)\n"
-"  -b, --batch N          rows per model run (default 32)\n"
+"  -b, --batch N          rows per model run (default 32, at most 4096)\n"
 "  -w, --window N         rows read ahead and sorted by length into batches\n"
 "                         (at least --batch; default 8 batches)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
 "  -H, --no-header        the first row is data; columns are numbers\n"
+"  -P, --prefix P         name the added columns (JSONL: keys) P + label,\n"
+"                         P + score, ... (default: no prefix)\n"
 "  -h, --help             this help\n"
 "  -V, --version          version\n"
 "\n"
-"Input: RFC 4180 CSV (quoted fields, embedded newlines and quotes, CRLF or\n"
-"LF, optional UTF-8 BOM).  Output: one row per input row, in order.  A row\n"
+"Input: RFC 4180 CSV (quoted fields, embedded newlines and quotes, CRLF,\n"
+"LF or CR, optional UTF-8 BOM).  Output: one row per input row, in order.  A row\n"
 "that cannot be classified (missing column, invalid UTF-8) keeps its place\n"
 "with an empty label and the reason in the error column.  Scores: softmax\n"
-"(or sigmoid for multi-label and one-label models), as Hugging Face's\n"
-"text-classification pipeline.\n"
+"(or sigmoid for multi-label and one-label models; the raw value for\n"
+"regression models), as Hugging Face's text-classification pipeline.\n"
+"An input column named like an added one (label, score, error, ...) is an\n"
+"error (exit 2): choose a --prefix.  In JSONL, repeated header names become\n"
+"NAME.1, NAME.2 ... (as pandas reads them), so keys never repeat.\n"
 "\n"
-"Exit status: 0 success (rows with errors included), 1 usage error,\n"
-"2 bad model, unreadable or malformed input (complete rows are written).\n"
+"Exit status: 0 success (rows with input errors included), 1 usage error,\n"
+"2 bad model (also when the model fails on a row, e.g. a NaN or infinite\n"
+"score: the row gets an error), unreadable or malformed input (complete\n"
+"rows are written).\n"
 "\n"
 "Examples:\n"
 "  " PROG " --column review reviews.csv > labelled.csv\n"
@@ -961,7 +1096,7 @@ static int run(app *a)
     a->in_size = fstat(fileno(rd->in), &st) == 0 && S_ISREG(st.st_mode)
                      ? (long long)st.st_size : -1;
     if (a->out_path) {
-        a->out = fopen(a->out_path, "wb");
+        a->out = app_create(a->out_path, a->out_tmp);
         if (!a->out) {
             fprintf(stderr, PROG ": %s: %s\n", a->out_path, strerror(errno));
             return EXIT_BADINPUT;
@@ -971,7 +1106,7 @@ static int run(app *a)
     }
     static char obuf[1 << 16];
     setvbuf(a->out, obuf, _IOFBF, sizeof obuf);
-    a->progress = isatty(STDERR_FILENO);
+    a->progress = app_progress_ok();
     a->t0 = now();
 
     /* the reader starts with window 0; the main thread waits for it */
@@ -997,9 +1132,15 @@ static int run(app *a)
     int status = classify_stream(a);
     pthread_join(a->rd_thread, NULL);
 
-    if (!status && !a->no_header && !rd->header_done)
+    if (a->nmodel_errors)
+        status = EXIT_BADINPUT;
+    if (!status && !a->no_header && !rd->header_done) {
         fprintf(stderr, PROG ": %s: empty input (no header row)\n", a->fname);
-    if (fflush(a->out) != 0 || (a->out != stdout && fclose(a->out) != 0)) {
+        status = EXIT_BADINPUT;
+    }
+    /* --out: flushed, fsynced and renamed over the file only when whole */
+    if (a->out == stdout ? fflush(a->out) != 0
+                         : app_commit(a->out, a->out_tmp, a->out_path) != 0) {
         fprintf(stderr, PROG ": %s: write error: %s\n",
                 a->out_path ? a->out_path : "<stdout>", strerror(errno));
         status = EXIT_BADINPUT;
@@ -1009,6 +1150,11 @@ static int run(app *a)
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
             "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
             el > 0 ? (double)a->nwritten / el : 0.0);
+    if (rd->ntruncated)
+        fprintf(stderr, PROG ": %s: warning: %lld row(s) longer than the "
+                "model's %zu tokens were truncated (only their first %zu "
+                "tokens were classified)\n", a->fname, rd->ntruncated,
+                a->maxlen, a->maxlen);
     return status;
 }
 
@@ -1017,6 +1163,9 @@ static int run(app *a)
 static void app_cleanup(app *a)
 {
     reader *rd = &a->rd;
+    for (size_t j = 0; a->keys && j < rd->header.nf; j++)
+        free(a->keys[j]);
+    free(a->keys);
     if (rd->csv_ready)
         csv_free(&rd->p);
     if (rd->in && rd->in != stdin)
@@ -1060,6 +1209,7 @@ int main(int argc, char **argv)
         {"window", required_argument, NULL, 'w'},
         {"threads", required_argument, NULL, 't'},
         {"no-header", no_argument, NULL, 'H'},
+        {"prefix", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -1071,7 +1221,8 @@ int main(int argc, char **argv)
     a->threads = 1;
     a->rd.pcol = -1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:w:t:HhV", longopts,
+    a->prefix = "";
+    while ((opt = getopt_long(argc, argv, "m:c:p:o:ak:f:b:w:t:HhVP:", longopts,
                               NULL)) != -1) {
         switch (opt) {
         case 'm': a->model_dir = optarg; break;
@@ -1082,8 +1233,12 @@ int main(int argc, char **argv)
         case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
         case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
         case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
-        case 't': a->threads = (int)parse_num("--threads", optarg, 1); break;
+        case 't':
+            if ((a->threads = app_parse_threads(PROG, optarg)) < 0)
+                return EXIT_USAGE;
+            break;
         case 'H': a->no_header = 1; break;
+        case 'P': a->prefix = optarg; break;
         case 'f':
             if (strcmp(optarg, "csv") == 0)
                 a->jsonl = 0;
@@ -1104,10 +1259,32 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!a->col_spec) {
-        fprintf(stderr, PROG ": --column is required.  Try '" PROG
-                " --help'.\n");
+    if (!a->col_spec && a->no_header) {
+        fprintf(stderr, PROG ": --column N is required with --no-header.  "
+                "Try '" PROG " --help'.\n");
         return EXIT_USAGE;
+    }
+    if (!a->col_spec) {
+        a->col_spec = "text"; /* the header's text column */
+        a->col_default = 1;
+    }
+    for (const char *sp = a->prefix; *sp; sp++)
+        if ((unsigned char)*sp < 0x20 || *sp == '"' || *sp == '\\' ||
+            *sp == ',' || (unsigned char)*sp >= 0x80) {
+            fprintf(stderr, PROG ": --prefix: use ASCII letters, digits and "
+                    "punctuation other than '\"', '\\' and ','\n");
+            return EXIT_USAGE;
+        }
+    /* a column number starts at 1, with a header or without */
+    const char *specs[2] = {a->col_spec, a->pcol_spec};
+    for (int i = 0; i < 2; i++) {
+        const char *sp = specs[i];
+        if (sp && *sp && strspn(sp, "0123456789") == strlen(sp) &&
+            strtoul(sp, NULL, 10) == 0) {
+            fprintf(stderr, PROG ": %s: column numbers start at 1, not '%s'\n",
+                    i ? "--pair-column" : "--column", sp);
+            return EXIT_USAGE;
+        }
     }
     if (optind + 1 < argc) {
         fprintf(stderr, PROG ": one input file at most (got %d)\n",
@@ -1115,8 +1292,12 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     a->in_path = optind < argc ? argv[optind] : "-";
-    if (a->batch > MAX_ROWS)
-        a->batch = MAX_ROWS;
+    if (a->batch > MAX_BATCH) {
+        fprintf(stderr, PROG ": --batch needs a number from 1 to %u, not "
+                "%zu (memory grows with the rows of a batch)\n", MAX_BATCH,
+                a->batch);
+        return EXIT_USAGE;
+    }
     if (a->window == 0)
         a->window = a->batch <= MAX_ROWS / WINDOW_BATCHES
                         ? a->batch * WINDOW_BATCHES : MAX_ROWS;

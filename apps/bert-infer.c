@@ -34,7 +34,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bert-infer --model DIR [--max-length N] [--hidden] "
-            "[--threads N] [--batch N]\n"
+            "[--threads N] [--batch N] [--jsonl]\n"
             "Reads one text per line on stdin (TAB separates a sentence "
             "pair) and writes one JSON object per line:\n"
             "  sequence models: ids, logits, probs, label\n"
@@ -48,9 +48,18 @@ static void usage(FILE *f)
             "  --hidden          also print last_hidden_state\n"
             "  --threads N       threads for matrix products (default 1)\n"
             "  --batch N         lines per model run (default 16)\n"
+            "  --jsonl           read JSON Lines: {\"text\": ..., "
+            "\"text_pair\": ...} per line\n"
+            "                    (texts may hold TABs and newlines)\n"
             "  --help, --version\n"
             "Exit status: 0 ok, 1 usage, 2 bad model or input (bad lines "
-            "print {\"line\":N,\"error\":...}).\n");
+            "print {\"line\":N,\"error\":...}).\n"
+            "\nExamples:\n"
+            "  echo 'a wonderful film' | bert-infer --model data/sentiment\n"
+            "  bert-infer --model DIR --batch 32 --threads 2 < texts.txt > "
+            "out.jsonl\n"
+            "  printf 'premise\\thypothesis\\n' | bert-infer --model "
+            "models/mnli\n");
 }
 
 /* ---- JSON output ---------------------------------------------------------- */
@@ -149,7 +158,8 @@ typedef struct line {
     char *text;
     size_t len;
     long no;             /* 1-based input line */
-    int ok;              /* encoded */
+    int ok;              /* encoded (and, after the run, scored) */
+    size_t slot, row;    /* its input of the run, its first output row */
     char error[600];
     bert_encoding *enc;
 } line;
@@ -169,7 +179,7 @@ int main(int argc, char **argv)
 {
     const char *model_dir = NULL;
     long max_length = 0, threads = 1, batch = 16;
-    int hidden = 0;
+    int hidden = 0, jsonl = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -181,6 +191,8 @@ int main(int argc, char **argv)
             return EXIT_OK;
         } else if (strcmp(a, "--hidden") == 0) {
             hidden = 1;
+        } else if (strcmp(a, "--jsonl") == 0) {
+            jsonl = 1;
         } else if (i + 1 < argc && strcmp(a, "--model") == 0) {
             model_dir = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--max-length") == 0) {
@@ -190,10 +202,10 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
         } else if (i + 1 < argc && strcmp(a, "--threads") == 0) {
-            if (parse_num(argv[++i], 1, 1024, &threads)) {
-                fprintf(stderr, "bert-infer: --threads needs 1..1024\n");
+            int th = app_parse_threads("bert-infer", argv[++i]);
+            if (th < 0)
                 return EXIT_USAGE;
-            }
+            threads = th;
         } else if (i + 1 < argc && strcmp(a, "--batch") == 0) {
             if (parse_num(argv[++i], 1, 4096, &batch)) {
                 fprintf(stderr, "bert-infer: --batch needs 1..4096\n");
@@ -299,16 +311,28 @@ int main(int argc, char **argv)
                          "line %ld: invalid UTF-8 at byte %zu", l->no, bad);
                 continue;
             }
-            char *tab = memchr(buf, '\t', len);
-            const char *pair = NULL;
+            const char *text = buf, *pair = NULL;
             size_t tlen = len, plen = 0;
-            if (tab) {
-                tlen = (size_t)(tab - buf);
-                pair = tab + 1;
-                plen = len - tlen - 1;
+            void *own = NULL;
+            if (jsonl) {
+                char msg[300];
+                if (app_jsonl_parse(buf, len, &own, &text, &tlen, &pair,
+                                    &plen, msg, sizeof msg)) {
+                    snprintf(l->error, sizeof l->error, "line %ld: %s", l->no,
+                             msg);
+                    continue;
+                }
+            } else {
+                char *tab = memchr(buf, '\t', len);
+                if (tab) {
+                    tlen = (size_t)(tab - buf);
+                    pair = tab + 1;
+                    plen = len - tlen - 1;
+                }
             }
-            rc = bert_tokenizer_encode(tok, buf, tlen, pair, plen, &ep, l->enc,
-                                       &err);
+            rc = bert_tokenizer_encode(tok, text, tlen, pair, plen, &ep,
+                                       l->enc, &err);
+            app_jsonl_free(own);
             if (rc != BERT_OK) {
                 snprintf(l->error, sizeof l->error, "line %ld: %s", l->no,
                          err.text);
@@ -327,23 +351,36 @@ int main(int argc, char **argv)
             in[ni].type_ids = L[i].enc->type_ids;
             in[ni].n = L[i].enc->n;
             rowof[ni] = rows;
+            L[i].slot = ni;
+            L[i].row = rows;
             rows += L[i].enc->n;
             ni++;
         }
         if (ni) {
             bert_outputs out = {logits, pool, hid};
             rc = bert_session_run(s, in, ni, &out);
-            if (rc != BERT_OK) {
-                fprintf(stderr, "bert-infer: lines %ld-%ld: %s: %s\n",
-                        L[0].no, L[nb - 1].no, bert_strerror(rc),
-                        bert_session_errmsg(s));
-                status = EXIT_BADINPUT;
-                fatal = 1;
-                break;
+            /* A failed run (one bad line fails the whole batch): each line
+             * alone, into its own place of the outputs, so that only the
+             * bad lines get an error and line N still answers line N. */
+            for (size_t i = 0; rc != BERT_OK && i < nb; i++) {
+                line *l = &L[i];
+                if (!l->ok)
+                    continue;
+                bert_outputs one = {
+                    logits ? logits + (c->task == BERT_TASK_TOKEN ? l->row
+                                                                  : l->slot) * C
+                           : NULL,
+                    pool ? pool + l->slot * H : NULL,
+                    hid ? hid + l->row * H : NULL};
+                int r1 = bert_session_run(s, &in[l->slot], 1, &one);
+                if (r1 != BERT_OK) {
+                    snprintf(l->error, sizeof l->error, "line %ld: %s: %s",
+                             l->no, bert_strerror(r1), bert_session_errmsg(s));
+                    l->ok = 0;
+                }
             }
         }
         /* Print in input order. */
-        size_t k = 0;
         for (size_t i = 0; i < nb; i++) {
             line *l = &L[i];
             if (!l->ok) {
@@ -353,7 +390,7 @@ int main(int argc, char **argv)
                 status = EXIT_BADINPUT;
                 continue;
             }
-            size_t n = l->enc->n, r0 = rowof[k];
+            size_t n = l->enc->n, r0 = l->row, k = l->slot;
             fputs("{\"ids\":", stdout);
             json_ids(stdout, l->enc->ids, n);
             if (c->task == BERT_TASK_SEQUENCE) {
@@ -387,10 +424,9 @@ int main(int argc, char **argv)
                 json_floats(stdout, pool + k * H, H);
             }
             fputs("}\n", stdout);
-            k++;
         }
         if (ferror(stdout)) {
-            fprintf(stderr, "bert-infer: write error\n");
+            fprintf(stderr, "bert-infer: write error: %s\n", strerror(errno));
             status = EXIT_BADINPUT;
             break;
         }
@@ -409,7 +445,10 @@ int main(int argc, char **argv)
     free(probs);
     bert_session_free(s);
     bert_model_free(m);
-    if (fflush(stdout) != 0 && status == EXIT_OK)
+    /* (a write error seen in the loop was reported there) */
+    if (!ferror(stdout) && fflush(stdout) != 0) {
+        fprintf(stderr, "bert-infer: write error: %s\n", strerror(errno));
         status = EXIT_BADINPUT;
+    }
     return status;
 }

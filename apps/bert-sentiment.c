@@ -19,27 +19,39 @@ typedef struct ctx {
     bert_session *s;
     size_t C;
     float *scores;
-    int json;
+    int json, jsonl;
     long long n_errors;
 } ctx;
 
 static int classify(void *arg, const char *text, size_t len,
-                    const char *where, long line)
+                    const char *pair, size_t plen, const char *where,
+                    long line)
 {
     ctx *c = arg;
     int label;
-    size_t v = app_utf8_valid(text, len);
     const char *msg = NULL;
     char buf[600];
     int rc = BERT_EUTF8;
-    if (v == len) {
+    size_t v = text ? app_utf8_valid(text, len) : 0;
+    size_t pv = pair ? app_utf8_valid(pair, plen) : 0;
+    if (!text) { /* a bad JSON Lines record: pair holds the reason */
+        snprintf(buf, sizeof buf, "%.*s", (int)plen, pair);
+        msg = buf;
+        rc = BERT_EINVAL;
+        text = "";
+        pair = NULL;
+    } else if (v == len && pv == plen) {
         bert_classify_params p = bert_classify_default_params();
-        rc = bert_classify_text_ex(c->s, text, len, NULL, 0, &p, NULL,
+        rc = bert_classify_text_ex(c->s, text, len, pair, plen, &p, NULL,
                                    c->scores, c->C, &label, NULL);
         if (rc)
             msg = bert_session_errmsg(c->s);
-    } else {
+    } else if (v != len) {
         snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
+        msg = buf;
+    } else {
+        snprintf(buf, sizeof buf, "invalid UTF-8 in text_pair at byte %zu",
+                 pv);
         msg = buf;
     }
     if (rc) {
@@ -53,6 +65,10 @@ static int classify(void *arg, const char *text, size_t len,
         if (c->json) {
             fputs("{\"text\":", stdout);
             app_json_string(stdout, text, len);
+            if (pair) {
+                fputs(",\"text_pair\":", stdout);
+                app_json_string(stdout, pair, plen);
+            }
             fputs(",\"error\":", stdout);
             app_json_string(stdout, msg, strlen(msg));
             fputs("}\n", stdout);
@@ -67,6 +83,10 @@ static int classify(void *arg, const char *text, size_t len,
     if (c->json) {
         fputs("{\"text\":", stdout);
         app_json_string(stdout, text, len);
+        if (pair) {
+            fputs(",\"text_pair\":", stdout);
+            app_json_string(stdout, pair, plen);
+        }
         fputs(",\"label\":", stdout);
         app_json_string(stdout, name, strlen(name));
         printf(",\"score\":%.9g,\"scores\":{", (double)c->scores[label]);
@@ -96,13 +116,16 @@ static void usage(FILE *f)
 "\n"
 "  -m, --model DIR    model directory\n"
 "  -j, --json         JSON lines: {\"text\",\"label\",\"score\",\"scores\":{label:p}}\n"
+"  -J, --jsonl        read JSON Lines: {\"text\": ..., \"text_pair\": ...} per\n"
+"                     line (texts may hold TABs and newlines; pairs)\n"
 "  -t, --threads N    threads for the model (default 1)\n"
 "  -h, --help         this help\n"
 "  -V, --version      version\n"
 "\n"
 "Lines end at '\\n' only.  Long texts are truncated to the model's maximum\n"
-"length.  Probabilities: softmax (sigmoid for multi-label models), as\n"
-"Hugging Face's text-classification pipeline.\n"
+"length.  Probabilities: softmax (sigmoid for multi-label and one-label\n"
+"models; the raw value for regression models), as Hugging Face's\n"
+"text-classification pipeline.\n"
 "Exit status: 0 success, 1 usage error, 2 bad model or input (a text that\n"
 "cannot be classified still gets an output line, with an empty label).\n"
 "\n"
@@ -117,6 +140,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"json", no_argument, NULL, 'j'},
+        {"jsonl", no_argument, NULL, 'J'},
         {"threads", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -125,19 +149,14 @@ int main(int argc, char **argv)
     memset(&C, 0, sizeof C);
     const char *model_dir = NULL;
     int threads = 1, opt;
-    char *end;
-    while ((opt = getopt_long(argc, argv, "m:jt:hV", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "m:jJt:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_dir = optarg; break;
         case 'j': C.json = 1; break;
+        case 'J': C.jsonl = 1; break;
         case 't':
-            errno = 0;
-            threads = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || threads < 1) {
-                fprintf(stderr, PROG ": --threads needs a number >= 1, not "
-                        "'%s'\n", optarg);
+            if ((threads = app_parse_threads(PROG, optarg)) < 0)
                 return EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V':
@@ -163,7 +182,7 @@ int main(int argc, char **argv)
         bert_model_free(C.m);
         return EXIT_BADINPUT;
     }
-    if (app_each_text(PROG, argc, argv, optind, classify, &C))
+    if (app_each_text(PROG, argc, argv, optind, C.jsonl, classify, &C))
         C.n_errors++;
     int status = C.n_errors ? EXIT_BADINPUT : EXIT_OK;
     if (fflush(stdout) != 0) {

@@ -81,12 +81,23 @@ static void print_inline(const bert_tag_result *r, const char *text,
 }
 
 /* Tags one text; 0 on success, else prints the error and returns -1. */
-static int tag_one(void *arg, const char *text, size_t len, const char *where,
-                   long line)
+static int tag_one(void *arg, const char *text, size_t len, const char *pair,
+                   size_t plen, const char *where, long line)
 {
     tagger *t = arg;
     bert_error err;
-    int rc = bert_tag_text(t->m, t->s, text, len, &t->params, t->res, &err);
+    int rc;
+    if (!text) { /* a bad JSON Lines record: pair holds the reason */
+        rc = BERT_EINVAL;
+        snprintf(err.text, sizeof err.text, "%.*s", (int)plen, pair);
+        text = "";
+    } else if (pair) {
+        rc = BERT_EINVAL;
+        snprintf(err.text, sizeof err.text,
+                 "a token-classification model takes no text_pair");
+    } else {
+        rc = bert_tag_text(t->m, t->s, text, len, &t->params, t->res, &err);
+    }
     if (rc) {
         t->n_errors++;
         if (line > 0)
@@ -140,6 +151,8 @@ static void usage(FILE *f)
 "  -s, --stride N         tag texts longer than the model's maximum with\n"
 "                         windows overlapping by N tokens (default: truncate)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
+"  -J, --jsonl            read JSON Lines: {\"text\": ...} per line (texts may\n"
+"                         hold TABs and newlines)\n"
 "  -h, --help             this help\n"
 "  -V, --version          version\n"
 "\n"
@@ -162,6 +175,7 @@ int main(int argc, char **argv)
         {"ignore", required_argument, NULL, 'i'},
         {"stride", required_argument, NULL, 's'},
         {"threads", required_argument, NULL, 't'},
+        {"jsonl", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -174,9 +188,9 @@ int main(int argc, char **argv)
     const char *model_dir = NULL;
     const char **ignore = NULL;
     size_t n_ignore = 0;
-    int ignore_given = 0, threads = 1, opt;
+    int ignore_given = 0, threads = 1, opt, jsonl = 0;
     char *end;
-    while ((opt = getopt_long(argc, argv, "m:a:f:i:s:t:hV", longopts, NULL)) !=
+    while ((opt = getopt_long(argc, argv, "m:a:f:i:s:t:JhV", longopts, NULL)) !=
            -1) {
         switch (opt) {
         case 'm': model_dir = optarg; break;
@@ -227,14 +241,10 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
+        case 'J': jsonl = 1; break;
         case 't':
-            errno = 0;
-            threads = (int)strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || threads < 1) {
-                fprintf(stderr, PROG ": --threads needs a number >= 1, not "
-                        "'%s'\n", optarg);
+            if ((threads = app_parse_threads(PROG, optarg)) < 0)
                 return EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V':
@@ -278,7 +288,7 @@ int main(int argc, char **argv)
         return EXIT_BADINPUT;
     }
 
-    if (app_each_text(PROG, argc, argv, optind, tag_one, &T))
+    if (app_each_text(PROG, argc, argv, optind, jsonl, tag_one, &T))
         T.n_errors++;
     int status = T.n_errors ? EXIT_BADINPUT : EXIT_OK;
     if (fflush(stdout) != 0) {

@@ -26,18 +26,26 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bert-tokenize --model DIR [--max-length N] [--format ids|tokens|json]\n"
-            "Reads one text per line on stdin (TAB separates a sentence pair) and writes\n"
-            "one line per input line, with the model directory's tokenizer (WordPiece, or\n"
-            "RoBERTa's byte-level BPE):\n"
+            "                     [--jsonl]\n"
+            "Reads one text per line on stdin (TAB separates a sentence pair; with --jsonl\n"
+            "a JSON object {\"text\": ..., \"text_pair\": ...} per line, whose texts may\n"
+            "hold TABs and newlines) and writes one line per input line, with the model\n"
+            "directory's tokenizer (WordPiece, or RoBERTa's byte-level BPE):\n"
             "  ids     token ids separated by spaces ([CLS] and [SEP], or <s> and </s>,\n"
             "          included; default)\n"
             "  tokens  token strings separated by spaces\n"
             "  json    {\"ids\",\"tokens\",\"type_ids\",\"offsets\",\"byte_offsets\",\"word_ids\"}\n"
             "          (offsets in code points into the input line)\n"
             "--max-length N truncates (longest_first, counting the special tokens); no\n"
-            "truncation by default.  Invalid UTF-8 on a line: message on stderr, empty\n"
-            "output line, exit status 2 at the end.\n"
-            "Exit status: 0 ok, 1 usage, 2 bad input or model files.\n");
+            "truncation by default.  Invalid UTF-8 on a line: message on stderr, empty output line,\n"
+            "exit status 2 at the end.\n"
+            "Exit status: 0 ok, 1 usage, 2 bad input or model files.\n"
+            "\nExamples:\n"
+            "  echo 'Hello, world!' | bert-tokenize --model data/sentiment\n"
+            "  printf 'A question?\\tAn answer.\\n' | bert-tokenize --model DIR "
+            "--format tokens\n"
+            "  bert-tokenize --model DIR --max-length 128 --format json "
+            "< texts.txt > tokens.jsonl\n");
 }
 
 /* Writes s as a JSON string (UTF-8 passes through; controls escaped). */
@@ -108,6 +116,7 @@ int main(int argc, char **argv)
     const char *model = NULL;
     enum fmt f = FMT_IDS;
     size_t max_length = 0;
+    int jsonl = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -118,6 +127,10 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--version")) {
             printf("bert-tokenize (libbert) %s\n", BERT_VERSION_STRING);
             return EXIT_OK;
+        }
+        if (!strcmp(a, "--jsonl")) {
+            jsonl = 1;
+            continue;
         }
         if (!strcmp(a, "--model") || !strcmp(a, "--max-length") || !strcmp(a, "--format")) {
             if (i + 1 >= argc) {
@@ -186,13 +199,29 @@ int main(int argc, char **argv)
     int status = EXIT_OK;
     while ((len = app_read_line(stdin, &buf, &cap)) >= 0) {
         lineno++;
-        char *tab = memchr(buf, '\t', (size_t)len);
-        size_t tlen = tab ? (size_t)(tab - buf) : (size_t)len;
-        const char *pair = tab ? tab + 1 : NULL;
-        size_t plen = tab ? (size_t)len - tlen - 1 : 0;
-        if (bert_tokenizer_encode(t, buf, tlen, pair, plen, &prm, e, &err) != BERT_OK) {
+        const char *text = buf, *pair;
+        size_t tlen, plen;
+        void *own = NULL;
+        if (jsonl) {
+            char msg[300];
+            if (app_jsonl_parse(buf, (size_t)len, &own, &text, &tlen, &pair, &plen, msg,
+                                sizeof msg)) {
+                fprintf(stderr, "bert-tokenize: line %llu: %s\n", lineno, msg);
+                n_bad++;
+                putchar('\n');
+                continue;
+            }
+        } else {
+            char *tab = memchr(buf, '\t', (size_t)len);
+            tlen = tab ? (size_t)(tab - buf) : (size_t)len;
+            pair = tab ? tab + 1 : NULL;
+            plen = tab ? (size_t)len - tlen - 1 : 0;
+        }
+        int rc = bert_tokenizer_encode(t, text, tlen, pair, plen, &prm, e, &err);
+        app_jsonl_free(own);
+        if (rc != BERT_OK) {
             long long off = err.byte_offset;
-            if (err.status == BERT_EUTF8 && pair && strstr(err.text, "pair"))
+            if (err.status == BERT_EUTF8 && pair && !jsonl && strstr(err.text, "pair"))
                 off += (long long)tlen + 1; /* offset within the line */
             if (err.status == BERT_EUTF8)
                 fprintf(stderr, "bert-tokenize: line %llu: invalid UTF-8 at byte %lld\n", lineno,

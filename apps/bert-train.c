@@ -18,6 +18,13 @@
 #include "apps/common.h"
 #include "libbert/bert_train.h"
 
+#define BERT_CFG_MAX_LABELS_APP 4096
+
+/* Error exits from main use exit(), not return: what main holds stays
+ * reachable from its frame, so LeakSanitizer does not report the memory a
+ * one-shot tool leaves to the system (return from main released the
+ * frame and made every early error a "leak"). */
+
 /* ---- options ----------------------------------------------------------- */
 
 enum { TASK_EMBED = 100 }; /* --task embeddings (not a bert_train_task) */
@@ -30,7 +37,7 @@ typedef struct {
     long batch, accum, max_len, threads, log_every, dev_max, stop_epochs;
     double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
     unsigned long long seed;
-    int resume, all_subtokens, no_dropout, lowercase, quiet, sinpos;
+    int resume, save_state, all_subtokens, no_dropout, lowercase, quiet, sinpos;
 } opts_t;
 
 static void usage(FILE *f)
@@ -56,6 +63,8 @@ static void usage(FILE *f)
 "            80/10/10 [MASK]/random/kept); texts are packed into\n"
 "            --max-length chunks\n\n"
 "Options:\n"
+"  --format csv|conll|text  the data format of --train and --dev (default:\n"
+"                         from --train's extension: .csv, .conll, else text)\n"
 "  --text-column NAME     CSV text column (default text)\n"
 "  --pair-column NAME     CSV second-text column (default: none)\n"
 "  --label-column NAME    CSV label column (default label)\n"
@@ -84,10 +93,21 @@ static void usage(FILE *f)
 "                         still spans --epochs): reproduces a cut run\n"
 "  --dev-max N            evaluate on at most N dev examples\n"
 "  --log-every N          also log every N steps (default: per epoch)\n"
-"  --resume               continue from --out's trainer_state.bin\n"
+"  --save-state           after every epoch, also write the resume state\n"
+"                         (weights and AdamW moments, about 3x the model:\n"
+"                         trainer_state.bin, trainer_progress.txt) into --out\n"
+"  --resume               continue from the state --save-state wrote in --out\n"
+"                         (and keep saving it)\n"
 "  -q, --quiet            no progress output\n"
 "  --help, --version\n\n"
-"Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n");
+"Exit status: 0 success, 1 usage error, 2 bad input or training failure.\n"
+"\nExamples:\n"
+"  bert-train --init data/sentiment --task sequence --train train.csv \\\n"
+"      --dev dev.csv --out my-sentiment --epochs 2\n"
+"  bert-train --init data/ner --task token --train train.conll --dev dev.conll \\\n"
+"      --out my-ner\n"
+"  bert-train --config config.json --vocab my-vocab --task mlm --train text.txt \\\n"
+"      --out my-base --save-state\n");
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -314,11 +334,23 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     csv_init(&p, CSV_APPEND_NULL);
     size_t done = csv_parse(&p, buf, len, csv_cb1, csv_cb2, &c);
     int bad = done != len;
+    int why = bad ? csv_error(&p) : 0;
     csv_fini(&p, csv_cb1, csv_cb2, &c);
     csv_free(&p);
     free(buf);
-    if (bad || c.oom || c.nrows < 1) {
-        fprintf(stderr, "bert-train: %s: malformed CSV\n", path);
+    if (c.oom) {
+        fprintf(stderr, "bert-train: %s: out of memory\n", path);
+        return EXIT_BADINPUT;
+    }
+    if (bad) {
+        fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
+                csv_strerror(why));
+        return EXIT_BADINPUT;
+    }
+    if (c.nrows < 1) {
+        fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
+                        "row %s,%s is needed)\n",
+                path, o->text_col, o->label_col);
         return EXIT_BADINPUT;
     }
     int ti = col_index(c.rows[0], c.rown[0], o->text_col);
@@ -988,14 +1020,19 @@ static int copy_file(const char *from, const char *to)
     size_t len;
     if (read_file(from, &buf, &len))
         return -1;
-    FILE *f = fopen(to, "wb");
+    char tmp[4096];
+    FILE *f = app_create(to, tmp);
     if (!f) {
         free(buf);
         return -1;
     }
     int ok = fwrite(buf, 1, len, f) == len;
     free(buf);
-    return (fclose(f) == 0 && ok) ? 0 : -1;
+    if (!ok) {
+        app_discard(f, tmp);
+        return -1;
+    }
+    return app_commit(f, tmp, to);
 }
 
 /* Hugging Face name of the word or position ("word", "position") embedding
@@ -1030,7 +1067,8 @@ static int set_distilbert_tokenizer_class(const char *out)
     for (size_t i = 0; !at && i + m <= len; i++)
         if (memcmp(buf + i, from, m) == 0)
             at = buf + i;
-    FILE *f = at ? fopen(path, "wb") : NULL;
+    char tmp[4096];
+    FILE *f = at ? app_create(path, tmp) : NULL;
     if (!f) {
         free(buf);
         return -1;
@@ -1040,7 +1078,11 @@ static int set_distilbert_tokenizer_class(const char *out)
              fputs("\"tokenizer_class\": \"DistilBertTokenizer\"", f) >= 0 &&
              fwrite(buf + tail, 1, len - tail, f) == len - tail;
     free(buf);
-    return (fclose(f) == 0 && ok) ? 0 : -1;
+    if (!ok) {
+        app_discard(f, tmp);
+        return -1;
+    }
+    return app_commit(f, tmp, path);
 }
 
 static int write_tokenizer_files(const char *vocab_dir, const char *out,
@@ -1071,13 +1113,171 @@ static int write_tokenizer_files(const char *vocab_dir, const char *out,
     if (cfg->is_distilbert && set_distilbert_tokenizer_class(out))
         return -1;
     snprintf(b, sizeof b, "%s/special_tokens_map.json", out);
-    FILE *f = fopen(b, "w");
+    char tmp[4096];
+    FILE *f = app_create(b, tmp);
     if (!f)
         return -1;
     fprintf(f, "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n"
                "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
                "  \"unk_token\": \"[UNK]\"\n}\n");
-    return fclose(f) ? -1 : 0;
+    return app_commit(f, tmp, b);
+}
+
+/* --init's head was trained for its own id2label order.  When the labels
+ * of this run are the same names in another order (--labels
+ * positive,negative on a negative,positive head), the rows of
+ * classifier.weight and classifier.bias are permuted to follow them: kept
+ * as they were, every name would sit on the other label's row (dev
+ * accuracy 0.18 instead of 0.82).  Other names (same count) keep the rows,
+ * as transformers does, with a note.  Returns 0, or -1 after a message. */
+static int remap_head(bert_trainer *t, const char *init, const labels_t *labs)
+{
+    bert_model_params mp = bert_model_default_params();
+    mp.load_tokenizer = 0;
+    bert_model *m;
+    bert_error err;
+    if (bert_model_load(init, &mp, &m, &err) != BERT_OK)
+        return 0; /* the trainer loaded it; a base model has no head */
+    size_t C = labs->n, oc = bert_model_config(m)->num_labels;
+    int rc = 0;
+    if (oc != C || C < 2 || bert_model_config(m)->task == BERT_TASK_BASE) {
+        bert_model_free(m);
+        return 0;
+    }
+    size_t *from = malloc(C * sizeof *from);
+    int same = 1, perm = 1;
+    for (size_t i = 0; from && i < C; i++) {
+        from[i] = C;
+        for (size_t j = 0; j < C; j++) {
+            const char *l = bert_model_label(m, (int)j);
+            if (l && strcmp(l, labs->names[i]) == 0)
+                from[i] = j;
+        }
+        perm &= from[i] < C;
+        same &= from[i] == i;
+    }
+    if (!from) {
+        fprintf(stderr, "bert-train: out of memory\n");
+        rc = -1;
+    } else if (perm && !same) {
+        float *w, *b;
+        size_t nw, nb;
+        if (bert_trainer_tensor(t, "classifier.weight", &w, &nw, &err) ||
+            bert_trainer_tensor(t, "classifier.bias", &b, &nb, &err) ||
+            nw % C || nb != C) {
+            fprintf(stderr, "bert-train: --init %s: cannot reorder the "
+                            "classifier to the labels' order\n", init);
+            rc = -1;
+        } else {
+            size_t H = nw / C;
+            float *cw = malloc(nw * sizeof *cw), cb[BERT_CFG_MAX_LABELS_APP];
+            if (!cw || C > BERT_CFG_MAX_LABELS_APP) {
+                fprintf(stderr, "bert-train: out of memory\n");
+                rc = -1;
+            } else {
+                memcpy(cw, w, nw * sizeof *cw);
+                memcpy(cb, b, C * sizeof *cb);
+                for (size_t i = 0; i < C; i++) {
+                    memcpy(w + i * H, cw + from[i] * H, H * sizeof *w);
+                    b[i] = cb[from[i]];
+                }
+                fprintf(stderr, "bert-train: --init %s: classifier rows "
+                                "reordered to the label order %s",
+                        init, labs->names[0]);
+                for (size_t i = 1; i < C; i++)
+                    fprintf(stderr, ",%s", labs->names[i]);
+                fputc('\n', stderr);
+            }
+            free(cw);
+        }
+    } else if (!perm) {
+        fprintf(stderr, "bert-train: note: --init %s's head was trained for "
+                        "other label names; its rows are kept in order\n",
+                init);
+    }
+    free(from);
+    bert_model_free(m);
+    return rc;
+}
+
+/* Saves the model into out: bert_trainer_save writes into a fresh staging
+ * directory inside out, then each file is fsynced and renamed over its
+ * final name (a kill or a full disk during the save leaves the previous
+ * model whole).  Then the tokenizer files, each written the same way.
+ * Returns 0, or -1 after printing the reason. */
+static int save_model(bert_trainer *t, const char *vocab_dir, const char *out,
+                      int lowercase)
+{
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    char stage[4096], a[4200], b[4096];
+    bert_error err;
+    snprintf(stage, sizeof stage, "%s/.bert-train-save.%ld", out,
+             (long)getpid());
+    if (mkdir(stage, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bert-train: cannot create %s: %s\n", stage,
+                strerror(errno));
+        return -1;
+    }
+    int rc = bert_trainer_save(t, stage, &err);
+    if (rc)
+        fprintf(stderr, "bert-train: %s\n", err.text);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s/%s", stage, files[i]);
+        snprintf(b, sizeof b, "%s/%s", out, files[i]);
+        if (!rc && app_commit(NULL, a, b)) {
+            fprintf(stderr, "bert-train: cannot write %s: %s\n", b,
+                    strerror(errno));
+            rc = -1;
+        }
+        unlink(a);
+    }
+    rmdir(stage);
+    if (rc)
+        return -1;
+    if (write_tokenizer_files(vocab_dir, out, lowercase,
+                              bert_trainer_config(t))) {
+        fprintf(stderr, "bert-train: cannot write the tokenizer files into "
+                        "%s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the resume state (trainer_state.bin, trainer_progress.txt) into
+ * out, each file whole or not at all.  Returns 0, or -1 after printing the
+ * reason. */
+static int save_resume_state(bert_trainer *t, const char *out, size_t epoch,
+                             double best)
+{
+    char path[4096], tmp[4096];
+    bert_error err;
+    snprintf(path, sizeof path, "%s/trainer_state.bin", out);
+    FILE *f = app_create(path, tmp);
+    if (!f) {
+        fprintf(stderr, "bert-train: cannot create %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    if (bert_trainer_save_state(t, tmp, &err)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path, err.text);
+        app_discard(NULL, tmp);
+        return -1;
+    }
+    if (app_commit(NULL, tmp, path)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/trainer_progress.txt", out);
+    if (!(f = app_create(path, tmp)) ||
+        fprintf(f, "%zu %.17g\n", epoch, best) < 0 ||
+        app_commit(f, tmp, path)) {
+        fprintf(stderr, "bert-train: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 
@@ -1281,7 +1481,8 @@ int main(int argc, char **argv)
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
            O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
-           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP };
+           O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP,
+           O_SAVESTATE };
     static const struct option lo[] = {
         {"init", 1, 0, O_INIT}, {"config", 1, 0, O_CONFIG},
         {"vocab", 1, 0, O_VOCAB}, {"task", 1, 0, O_TASK},
@@ -1297,7 +1498,7 @@ int main(int argc, char **argv)
         {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
         {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
-        {"resume", 0, 0, O_RESUME}, {"embedding-lr-scale", 1, 0, O_EMBLR},
+        {"resume", 0, 0, O_RESUME}, {"save-state", 0, 0, O_SAVESTATE}, {"embedding-lr-scale", 1, 0, O_EMBLR},
         {"sinusoidal-positions", 0, 0, O_SINPOS},
         {"stop-after-epochs", 1, 0, O_STOPEP}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
@@ -1343,11 +1544,15 @@ int main(int argc, char **argv)
         case O_MLMP: o.mlm_prob = v; break;
         case O_NODROP: o.no_dropout = 1; break;
         case O_SEED: o.seed = (unsigned long long)v; break;
-        case O_THREADS: o.threads = (long)v; break;
+        case O_THREADS:
+            if ((o.threads = app_parse_threads("bert-train", optarg)) < 0)
+                return EXIT_USAGE;
+            break;
         case O_MAXMIN: o.max_minutes = v; break;
         case O_DEVMAX: o.dev_max = (long)v; break;
         case O_LOGEVERY: o.log_every = (long)v; break;
-        case O_RESUME: o.resume = 1; break;
+        case O_RESUME: o.resume = o.save_state = 1; break;
+        case O_SAVESTATE: o.save_state = 1; break;
         case O_EMBLR: o.emb_lr = v; break;
         case O_SINPOS: o.sinpos = 1; break;
         case O_STOPEP: o.stop_epochs = (long)v; break;
@@ -1363,16 +1568,25 @@ int main(int argc, char **argv)
     if (optind < argc)
         why = "unexpected argument";
     else if (o.task <= 0)
-        why = "--task sequence|token|mlm is required";
+        why = "--task sequence|token|mlm|embeddings is required";
     else if (!o.init == !o.config)
         why = "give exactly one of --init DIR and --config FILE";
     else if (o.config && !o.vocab)
         why = "--config needs --vocab DIR";
     else if (!o.train || !o.out)
         why = "--train FILE and --out DIR are required";
-    else if (o.batch < 1 || o.accum < 1 || o.max_len < 8 || o.threads < 1 ||
-             o.epochs <= 0 || o.lr <= 0 || o.mlm_prob <= 0 || o.mlm_prob >= 1)
-        why = "a numeric option is out of range";
+    else if (o.batch < 1)
+        why = "--batch-size must be at least 1";
+    else if (o.accum < 1)
+        why = "--accum must be at least 1";
+    else if (o.max_len < 8)
+        why = "--max-length must be at least 8";
+    else if (o.epochs <= 0)
+        why = "--epochs must be more than 0";
+    else if (o.lr <= 0)
+        why = "--lr must be more than 0";
+    else if (o.mlm_prob <= 0 || o.mlm_prob >= 1)
+        why = "--mlm-probability must be between 0 and 1 (exclusive)";
     if (why) {
         fprintf(stderr, "bert-train: %s\n", why);
         usage(stderr);
@@ -1394,6 +1608,28 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *vocab_dir = o.vocab ? o.vocab : o.init;
+    /* --out now, so that a bad path fails before any training */
+    {
+        struct stat st;
+        char probe[4096], tmp[4096];
+        FILE *f = NULL;
+        if (mkdir(o.out, 0755) && errno != EEXIST) {
+            fprintf(stderr, "bert-train: cannot create --out %s: %s\n", o.out,
+                    strerror(errno));
+            exit(EXIT_BADINPUT);
+        }
+        if (stat(o.out, &st) || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "bert-train: --out %s is not a directory\n", o.out);
+            exit(EXIT_BADINPUT);
+        }
+        snprintf(probe, sizeof probe, "%s/.bert-train-probe", o.out);
+        if (!(f = app_create(probe, tmp))) {
+            fprintf(stderr, "bert-train: cannot write into --out %s: %s\n",
+                    o.out, strerror(errno));
+            exit(EXIT_BADINPUT);
+        }
+        app_discard(f, tmp);
+    }
 
     /* tokenizer */
     bert_error err;
@@ -1403,7 +1639,7 @@ int main(int argc, char **argv)
         bert_tokenizer *t0;
         if (bert_tokenizer_load(vocab_dir, &t0, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         if (bert_tokenizer_get_kind(t0) == BERT_TOKENIZER_BPE) {
             /* RoBERTa: the tokenizer as it is (no lowercasing to choose);
@@ -1415,7 +1651,7 @@ int main(int argc, char **argv)
                                 "and token tasks only\n",
                         vocab_dir);
                 bert_tokenizer_free(t0);
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
             o.lowercase = 0;
             k.tok = t0;
@@ -1427,7 +1663,7 @@ int main(int argc, char **argv)
             snprintf(vp, sizeof vp, "%s/vocab.txt", vocab_dir);
             if (bert_tokenizer_load_vocab(vp, lower, -1, 1, &k.tok, &err)) {
                 fprintf(stderr, "bert-train: %s\n", err.text);
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
         }
     }
@@ -1440,7 +1676,7 @@ int main(int argc, char **argv)
     if (k.cls < 0 || k.sep < 0 || k.pad < 0 || (o.task == BERT_TRAIN_MLM && k.mask < 0)) {
         fprintf(stderr, "bert-train: the vocabulary lacks [CLS], [SEP], [PAD] "
                         "or [MASK]\n");
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     /* labels */
     labels_t labs;
@@ -1462,17 +1698,17 @@ int main(int argc, char **argv)
     else
         rc = load_text(o.train, &k, &tr);
     if (rc)
-        return rc;
+        exit(rc);
     if (tr.n == 0) {
         fprintf(stderr, "bert-train: %s: no examples\n", o.train);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     if (o.task != BERT_TRAIN_MLM && o.task != TASK_EMBED && !o.labels) {
         /* sorted label order ("O" first), fixed before the dev set */
         char **sorted = malloc(labs.n * sizeof *sorted);
         int32_t *map = malloc(labs.n * sizeof *map);
         if (!sorted || !map)
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         memcpy(sorted, labs.names, labs.n * sizeof *sorted);
         qsort(sorted, labs.n, sizeof *sorted, cmp_names);
         for (size_t i = 0; i < labs.n; i++)
@@ -1485,6 +1721,13 @@ int main(int argc, char **argv)
         free(map);
     }
     labs.fixed = 1;
+    if ((o.task == BERT_TRAIN_SEQUENCE || o.task == BERT_TRAIN_TOKEN) &&
+        labs.n < 2) {
+        fprintf(stderr, "bert-train: %s: every example has the label \"%s\"; "
+                        "a classifier needs at least two labels\n",
+                o.train, labs.n ? labs.names[0] : "");
+        exit(EXIT_BADINPUT);
+    }
     if (o.dev) {
         if (o.task == BERT_TRAIN_SEQUENCE)
             rc = load_csv(o.dev, &o, &k, &labs, &dv);
@@ -1493,7 +1736,7 @@ int main(int argc, char **argv)
         else
             rc = load_text(o.dev, &k, &dv);
         if (rc)
-            return rc;
+            exit(rc);
         if (o.dev_max > 0 && dv.n > (size_t)o.dev_max)
             dv.n = (size_t)o.dev_max; /* (the rest leaks until exit) */
     }
@@ -1521,13 +1764,31 @@ int main(int argc, char **argv)
     bert_trainer *t;
     if (bert_trainer_create(o.init, o.config, &p, &t, &err)) {
         fprintf(stderr, "bert-train: %s\n", err.text);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
+    if (o.init && (o.task == BERT_TRAIN_SEQUENCE || o.task == BERT_TRAIN_TOKEN) &&
+        remap_head(t, o.init, &labs))
+        exit(EXIT_BADINPUT);
     size_t V = bert_trainer_config(t)->vocab_size;
+    if (p.dropout) {
+        const bert_config *bc = bert_trainer_config(t);
+        const float pr[3] = {bc->hidden_dropout, bc->attention_dropout,
+                             bc->classifier_dropout};
+        static const char *const nm[3] = {"hidden", "attention",
+                                          "classifier"};
+        for (int i = 0; i < 3; i++)
+            if (!(pr[i] < 1)) {
+                fprintf(stderr, "bert-train: the %s dropout probability is "
+                                "%g: it would drop every activation (use "
+                                "< 1, or --no-dropout)\n",
+                        nm[i], (double)pr[i]);
+                exit(EXIT_BADINPUT);
+            }
+    }
     if (bert_tokenizer_vocab_size(k.tok) > V) {
         fprintf(stderr, "bert-train: the vocabulary has %zu tokens, the model "
                         "%zu\n", bert_tokenizer_vocab_size(k.tok), V);
-        return EXIT_BADINPUT;
+        exit(EXIT_BADINPUT);
     }
     /* RoBERTa's positions start after padding_idx (1): 2 fewer tokens */
     size_t max_tokens = bert_trainer_config(t)->max_position;
@@ -1539,7 +1800,6 @@ int main(int argc, char **argv)
                 o.max_len, max_tokens, bert_trainer_config(t)->max_position);
         return EXIT_USAGE;
     }
-    mkdir(o.out, 0755);
     if (o.sinpos && !o.resume) {
         float *pe;
         size_t pn;
@@ -1548,7 +1808,7 @@ int main(int argc, char **argv)
         if (bert_trainer_tensor(t, embedding_name(t, "position", name),
                                 &pe, &pn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         for (size_t r = 0; r < pn / H; r++)
             for (size_t i = 0; i < H; i += 2) {
@@ -1568,14 +1828,14 @@ int main(int argc, char **argv)
         if (bert_trainer_tensor(t, embedding_name(t, "word", name),
                                 &we, &wn, &err)) {
             fprintf(stderr, "bert-train: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         float *vec = malloc(V * H * sizeof *vec);
         double lr0 = o.lr == 5e-5 ? 0.025 : o.lr;
         if (!vec || train_sgns(&tr, &k, V, H, o.epochs, 5, 5, lr0, o.seed, vec,
                                o.quiet)) {
             fprintf(stderr, "bert-train: out of memory\n");
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         double ss = 0;
         for (size_t i = 0; i < V * H; i++)
@@ -1585,12 +1845,8 @@ int main(int argc, char **argv)
             we[i] = (float)(vec[i] * (0.05 / (sd > 0 ? sd : 1)));
         memset(we + (size_t)k.pad * H, 0, H * sizeof(float));
         free(vec);
-        if (bert_trainer_save(t, o.out, &err) ||
-            write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                  bert_trainer_config(t))) {
-            fprintf(stderr, "bert-train: cannot save into %s\n", o.out);
-            return EXIT_BADINPUT;
-        }
+        if (save_model(t, vocab_dir, o.out, o.lowercase))
+            exit(EXIT_BADINPUT);
         if (!o.quiet)
             fprintf(stderr, "bert-train: word embeddings trained in %.0f s; "
                             "model in %s\n", now() - t0, o.out);
@@ -1604,13 +1860,13 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
         if (bert_trainer_load_state(t, path, &err)) {
             fprintf(stderr, "bert-train: --resume: %s\n", err.text);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
         FILE *f = fopen(path, "r");
         if (!f || fscanf(f, "%zu %lf", &start_epoch, &best) != 2) {
             fprintf(stderr, "bert-train: --resume: cannot read %s\n", path);
-            return EXIT_BADINPUT;
+            exit(EXIT_BADINPUT);
         }
         fclose(f);
         if (!o.quiet)
@@ -1647,13 +1903,13 @@ int main(int argc, char **argv)
                 if (make_batch(&bb, &tr, ord + s, nb, o.task, &k, V, o.mlm_prob,
                                eseed, &b)) {
                     fprintf(stderr, "bert-train: out of memory\n");
-                    return EXIT_BADINPUT;
+                    exit(EXIT_BADINPUT);
                 }
                 double loss;
                 if (bert_trainer_accumulate(t, &b, 1.0f / (float)o.accum, &loss,
                                             &err)) {
                     fprintf(stderr, "bert-train: %s\n", err.text);
-                    return EXIT_BADINPUT;
+                    exit(EXIT_BADINPUT);
                 }
                 eloss += loss;
                 en++;
@@ -1666,7 +1922,7 @@ int main(int argc, char **argv)
             if (bert_trainer_update(t, &gn, &err)) {
                 fprintf(stderr, "bert-train: step %zu: %s\n",
                         bert_trainer_steps(t), err.text);
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
             double el = now() - te, rate = (double)seen / (el > 0 ? el : 1e-9);
             size_t step = bert_trainer_steps(t);
@@ -1697,7 +1953,7 @@ int main(int argc, char **argv)
         if (dv.n) {
             if (evaluate(t, &dv, o.task, &labs, &k, 64, V, o.mlm_prob, o.seed, &r)) {
                 fprintf(stderr, "bert-train: evaluation failed\n");
-                return EXIT_BADINPUT;
+                exit(EXIT_BADINPUT);
             }
         } else {
             r.main = -eloss / (double)(en ? en : 1);
@@ -1710,26 +1966,11 @@ int main(int argc, char **argv)
                     improved ? " (best, saved)" : "");
         if (improved) {
             best = r.main;
-            if (bert_trainer_save(t, o.out, &err)) {
-                fprintf(stderr, "bert-train: %s\n", err.text);
-                return EXIT_BADINPUT;
-            }
-            if (write_tokenizer_files(vocab_dir, o.out, o.lowercase,
-                                      bert_trainer_config(t))) {
-                fprintf(stderr, "bert-train: cannot write tokenizer files into "
-                                "%s\n", o.out);
-                return EXIT_BADINPUT;
-            }
+            if (save_model(t, vocab_dir, o.out, o.lowercase))
+                exit(EXIT_BADINPUT);
         }
-        snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
-        if (bert_trainer_save_state(t, path, &err))
-            fprintf(stderr, "bert-train: warning: %s\n", err.text);
-        snprintf(path, sizeof path, "%s/trainer_progress.txt", o.out);
-        FILE *f = fopen(path, "w");
-        if (f) {
-            fprintf(f, "%zu %.17g\n", ep + 1, best);
-            fclose(f);
-        }
+        if (o.save_state && save_resume_state(t, o.out, ep + 1, best))
+            exit(EXIT_BADINPUT);
     }
     /* Without a dev set the "best" epoch is the one of lowest train loss
      * (kept as its negative, so that larger is better everywhere). */

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <utf8proc.h>
 
@@ -196,7 +197,13 @@ static void usage(FILE *f)
             "status is 2.  The vocabulary never has fewer tokens than the "
             "special tokens, the\nalphabet and its ##-forms together.\n\n"
             "Exit status: 0 success, 1 usage error, 2 bad input (unreadable "
-            "file, invalid UTF-8,\nunwritable DIR, out of memory).\n");
+            "file, invalid UTF-8,\nunwritable DIR, out of memory).\n"
+            "\nExamples:\n"
+            "  bert-vocab --out my-vocab --vocab-size 30522 corpus.txt\n"
+            "  bert-vocab --out my-vocab --vocab-size 8000 --lowercase "
+            "part1.txt part2.txt\n"
+            "  bert-vocab --out my-vocab --min-frequency 5 --special "
+            "'[PAD],[UNK],[CLS],[SEP],[MASK]' corpus.txt\n");
 }
 
 /* Parses the value of --`name` as a decimal integer >= min into *v. */
@@ -1005,6 +1012,7 @@ static int merge_pair(bpe_t *b, int32_t pid, int32_t nid, int64_t merge)
  * pair occurs fewer than min_frequency times, or no pair is left. */
 static int merge_until(bpe_t *b, long vocab_size, long min_frequency, int quiet)
 {
+    int tty = isatty(STDERR_FILENO);
     int64_t merges = 0;
     while (b->ntok < (size_t)vocab_size && b->heap.n > 0) {
         hent e = hpop(&b->heap);
@@ -1021,11 +1029,12 @@ static int merge_until(bpe_t *b, long vocab_size, long min_frequency, int quiet)
             return oom();
         if (merge_pair(b, e.pid, nid, ++merges))
             return -1;
-        if (!quiet && b->ntok % 1000 == 0)
+        if (!quiet && tty && b->ntok % 1000 == 0)
             fprintf(stderr, "\r" PROG ": %zu tokens", b->ntok);
     }
+    /* the running count only on a terminal: in a log, "\r" lines are noise */
     if (!quiet)
-        fprintf(stderr, "\r" PROG ": %zu tokens\n", b->ntok);
+        fprintf(stderr, "%s" PROG ": %zu tokens\n", tty ? "\r" : "", b->ntok);
     return 0;
 }
 
@@ -1041,7 +1050,8 @@ static int write_output(const options *o, const bpe_t *b)
     }
     char path[PATH_MAX_LEN];
     snprintf(path, sizeof path, "%s/vocab.txt", o->out); /* fits: parse_args */
-    FILE *f = fopen(path, "w");
+    char tmp[PATH_MAX_LEN + 64];
+    FILE *f = app_create(path, tmp);
     if (!f) {
         fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
         return -1;
@@ -1050,8 +1060,7 @@ static int write_output(const options *o, const bpe_t *b)
         fputs(b->tok[i], f);
         putc('\n', f);
     }
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
+    if (app_commit(f, tmp, path)) {
         fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
         return -1;
     }

@@ -1,8 +1,17 @@
 /* common.c - helpers shared by the command-line tools. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <sched.h>
 #include "apps/common.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 long app_read_line(FILE *f, char **buf, size_t *cap)
 {
@@ -32,8 +41,11 @@ long app_read_line(FILE *f, char **buf, size_t *cap)
 #ifndef BERT_BUILD_MODELDIR
 #define BERT_BUILD_MODELDIR "data"
 #endif
-#ifndef BERT_MODELDIR
-#define BERT_MODELDIR "/usr/local/share/libbert/models"
+#ifndef BERT_BUILD_DIR
+#define BERT_BUILD_DIR "."
+#endif
+#ifndef BERT_INSTALLED_MODELDIR
+#define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
 #endif
 
 static int has_config(const char *dir, const char *name)
@@ -45,42 +57,61 @@ static int has_config(const char *dir, const char *name)
            S_ISREG(st.st_mode);
 }
 
+/* 1 when this program runs from the build tree (libtool's .libs/ under
+ * the directory it was built in), not from an installed copy. */
+static int in_build_tree(void)
+{
+    char exe[4096], top[4096];
+    if (!realpath("/proc/self/exe", exe) || !realpath(BERT_BUILD_DIR, top))
+        return 0;
+    size_t n = strlen(top);
+    return strncmp(exe, top, n) == 0 && exe[n] == '/';
+}
+
 const char *app_default_model(const char *name, char *buf, size_t cap)
 {
-    static const char *const dirs[] = {BERT_BUILD_MODELDIR, BERT_MODELDIR};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    /* The build tree's data/ only for the programs of the build tree: an
+     * installed program never looks there (it used to, first, and then
+     * failed once the tree moved).  Installed: $LIBBERT_MODELDIR, the
+     * models beside the program (BINDIR/../share/libbert/models, whatever
+     * the prefix), then the configured directory. */
+    char rel[4200] = "";
+    const char *env = getenv("LIBBERT_MODELDIR");
+    char exe[4096];
+    if (realpath("/proc/self/exe", exe)) {
+        char *sl = strrchr(exe, '/');
+        if (sl) {
+            *sl = '\0';
+            snprintf(rel, sizeof rel, "%s/../share/libbert/models", exe);
+        }
+    }
+    const char *dirs[4];
+    size_t nd = 0;
+    if (env && *env)
+        dirs[nd++] = env;
+    if (in_build_tree())
+        dirs[nd++] = BERT_BUILD_MODELDIR;
+    else if (*rel)
+        dirs[nd++] = rel;
+    dirs[nd++] = BERT_INSTALLED_MODELDIR;
+    for (size_t i = 0; i < nd; i++) {
         if (has_config(dirs[i], name)) {
             snprintf(buf, cap, "%s/%s", dirs[i], name);
             return buf;
         }
     }
-    snprintf(buf, cap, "%s/%s or %s/%s", dirs[0], name, dirs[1], name);
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < nd && k < cap; i++) {
+        int w = snprintf(buf + k, cap - k, "%s%s/%s", i ? " or " : "", dirs[i],
+                         name);
+        if (w < 0)
+            break;
+        k += (size_t)w;
+    }
     return NULL;
 }
 
-int app_each_text(const char *prog, int argc, char **argv, int first,
-                  app_text_fn fn, void *ctx)
-{
-    if (first < argc) {
-        for (int i = first; i < argc; i++) {
-            char where[32];
-            snprintf(where, sizeof where, "argument %d", i - first + 1);
-            fn(ctx, argv[i], strlen(argv[i]), where, 0);
-        }
-        return 0;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    long n, lineno = 0;
-    while ((n = app_read_line(stdin, &line, &cap)) >= 0)
-        fn(ctx, line, (size_t)n, "<stdin>", ++lineno);
-    free(line);
-    if (n == -2) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        return -1;
-    }
-    return 0;
-}
 
 /* Length of the UTF-8 sequence at s (1..4) if valid, else 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
@@ -162,9 +193,9 @@ void app_json_string(FILE *f, const char *s, size_t n)
 
 int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
 {
-    char path[4096];
+    char path[4096], tmp[4096];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = app_create(path, tmp);
     if (!f)
         return -1;
     fprintf(f,
@@ -177,5 +208,133 @@ int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
             "  \"tokenizer_class\": \"BertTokenizer\",\n"
             "  \"unk_token\": \"[UNK]\"\n}\n",
             lowercase ? "true" : "false", max_len);
-    return fclose(f) ? -1 : 0;
+    return app_commit(f, tmp, path);
+}
+
+/* ---- progress ---- */
+
+int app_progress_ok(void)
+{
+    struct stat o, e;
+    if (!isatty(STDERR_FILENO))
+        return 0;
+    if (isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &o) == 0 &&
+        fstat(STDERR_FILENO, &e) == 0 && o.st_rdev == e.st_rdev)
+        return 0;
+    return 1;
+}
+
+/* ---- --threads ---- */
+
+int app_parse_threads(const char *prog, const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < 1 || v > 1024) {
+        fprintf(stderr, "%s: --threads needs a number from 1 to 1024, not "
+                "'%s'\n", prog, s);
+        return -1;
+    }
+    long cpus = -1;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = CPU_COUNT(&set);
+#endif
+    if (cpus < 1)
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus >= 1 && v > cpus) {
+        fprintf(stderr, "%s: note: --threads %lld is more than the %ld CPU(s) "
+                "available; using %ld\n", prog, v, cpus, cpus);
+        v = cpus;
+    }
+    return (int)v;
+}
+
+/* ---- files written whole or not at all ---- */
+
+FILE *app_create(const char *path, char *tmp)
+{
+    /* "DIR/.NAME.tmp-PID": hidden, beside path (rename stays on one file
+     * system), distinct per process */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int dl = slash ? (int)(base - path) : 0;
+    int n = snprintf(tmp, 4096, "%.*s.%s.tmp-%ld", dl, path, base,
+                     (long)getpid());
+    if (n < 0 || n >= 4096) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        errno = e;
+    }
+    return f;
+}
+
+/* fsync of the directory holding path (the rename itself) */
+static int sync_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
+                 path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    /* some file systems cannot fsync a directory: not an error */
+    if (rc && (errno == EINVAL || errno == EROFS))
+        rc = 0;
+    close(fd);
+    return rc;
+}
+
+int app_commit(FILE *f, const char *tmp, const char *path)
+{
+    int e = 0;
+    if (f) {
+        if (fflush(f) || ferror(f))
+            e = errno ? errno : EIO;
+        if (!e && fsync(fileno(f)))
+            e = errno;
+        if (fclose(f) && !e)
+            e = errno ? errno : EIO;
+    } else {
+        int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd))
+            e = errno;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (!e && rename(tmp, path))
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    if (sync_dir(path)) /* the file is in place; report the failed sync */
+        return -1;
+    return 0;
+}
+
+void app_discard(FILE *f, const char *tmp)
+{
+    int e = errno;
+    if (f)
+        fclose(f);
+    unlink(tmp);
+    errno = e;
 }

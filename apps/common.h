@@ -13,20 +13,13 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BADINPUT = 2 };
 long app_read_line(FILE *f, char **buf, size_t *cap);
 
 /* The directory of a bundled default model `name` ("sentiment", "ner"):
- * $(abs_top_srcdir)/data/NAME when it holds a config.json (running from the
- * build tree), else $(pkgdatadir)/models/NAME when that does.  Writes the
- * path to buf and returns buf, or returns NULL (buf then lists the places
- * tried, for the error message). */
+ * the first of $LIBBERT_MODELDIR/NAME, then for a program of the build tree
+ * $(abs_top_srcdir)/data/NAME, for an installed one
+ * BINDIR/../share/libbert/models/NAME (any prefix), then the configured
+ * $(pkgdatadir)/models/NAME, that holds a config.json.  Writes the path to
+ * buf and returns buf, or returns NULL (buf then lists the places tried,
+ * for the error message). */
 const char *app_default_model(const char *name, char *buf, size_t cap);
-
-/* Calls fn(ctx, text, len, where, line) on each of argv[first..argc) (where
- * "argument N", line 0) or, when there are none, on each line of standard
- * input (where "<stdin>", line from 1).  Returns 0, or -1 after printing
- * "PROG: out of memory" when a line could not be read. */
-typedef int (*app_text_fn)(void *ctx, const char *text, size_t len,
-                           const char *where, long line);
-int app_each_text(const char *prog, int argc, char **argv, int first,
-                  app_text_fn fn, void *ctx);
 
 /* Writes s[0..n) to f as a JSON string (with the quotes).  Invalid UTF-8
  * bytes become U+FFFD, control characters are escaped. */
@@ -35,7 +28,59 @@ void app_json_string(FILE *f, const char *s, size_t n);
 /* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). */
 size_t app_utf8_valid(const char *s, size_t n);
 
+/* The value of --threads: a number from 1 to 1024 (else prints
+ * "PROG: --threads needs a number from 1 to 1024, not 'S'" and returns -1:
+ * a usage error).  A count above the CPUs this process may run on
+ * (sched_getaffinity) is lowered to that count, with a note on stderr:
+ * OpenMP and BLIS threads spin while they wait, and more of them than cores
+ * turned 20 lines of 0.17 s into 41 s. */
+int app_parse_threads(const char *prog, const char *s);
+
+/* 1 when a progress line may be drawn on stderr: stderr is a terminal and
+ * stdout is not that same terminal (there the data would mix with it). */
+int app_progress_ok(void);
+
+/* ---- files written whole or not at all ---- */
+
+/* Every file the tools write goes to a temporary file beside it, is
+ * flushed to disk (fsync) and renamed over the final name, so that a kill,
+ * a full disk or a crash during a write leaves the previous file intact.
+ *
+ * app_create(path, tmp): opens the temporary file for path (its name, at
+ * most 4096 bytes, is written to tmp) for writing; NULL with errno set.
+ * app_commit(f, tmp, path): flushes, fsyncs and closes f, renames tmp to
+ * path and fsyncs the directory.  Returns 0, or -1 with errno set after
+ * removing tmp (path untouched).  f NULL: only the rename part (for a file
+ * written by someone else at tmp).
+ * app_discard(f, tmp): closes f (when not NULL) and removes tmp. */
+FILE *app_create(const char *path, char *tmp);
+int app_commit(FILE *f, const char *tmp, const char *path);
+void app_discard(FILE *f, const char *tmp);
+
 /* ---- in common_model.c, for the tools that link libbert ---- */
+
+/* One JSON Lines input record: {"text": STRING, "text_pair": STRING or
+ * null} (other keys ignored; strings may hold TABs, newlines, NULs).  On
+ * success *text, *tlen and *pair, *plen (NULL and 0 when absent, null or "")
+ * point into *owner, to be released with app_jsonl_free; returns 0.  Else
+ * writes the reason to msg and returns -1. */
+int app_jsonl_parse(const char *line, size_t len, void **owner,
+                    const char **text, size_t *tlen, const char **pair,
+                    size_t *plen, char *msg, size_t msgcap);
+void app_jsonl_free(void *owner);
+
+/* Calls fn(ctx, text, len, pair, pair_len, where, line) on each of
+ * argv[first..argc) (where "argument N", line 0, no pair) or, when there
+ * are none, on each line of standard input (where "<stdin>", line from 1):
+ * the line is the text, or with jsonl a JSON Lines record (app_jsonl_parse;
+ * a bad record calls fn with text NULL and the reason in pair).  Returns 0,
+ * or -1 after printing "PROG: out of memory" when a line could not be
+ * read. */
+typedef int (*app_text_fn)(void *ctx, const char *text, size_t len,
+                           const char *pair, size_t pair_len,
+                           const char *where, long line);
+int app_each_text(const char *prog, int argc, char **argv, int first,
+                  int jsonl, app_text_fn fn, void *ctx);
 
 /* Loads the model of a tool: *dir, or when *dir is NULL the bundled default
  * model `name` (then *dir is set to its directory; `what` names it in the

@@ -2,7 +2,9 @@
  * that tools which do not link libbert (bert-vocab) can use the rest. */
 #include "apps/common.h"
 
+#include <jansson.h>
 #include <libbert/bert.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,13 @@ bert_model *app_load_model(const char *prog, const char **dir,
     if (app_kernels(prog, &mp.kernels))
         return NULL;
     if (bert_model_load(*dir, &mp, &m, &err)) {
-        fprintf(stderr, "%s: %s: %s\n", prog, *dir, err.text);
+        /* the library's message names the file; say the directory once */
+        size_t dl = strlen(*dir);
+        if (strncmp(err.text, *dir, dl) == 0 && (err.text[dl] == ':' ||
+                                                 err.text[dl] == '/'))
+            fprintf(stderr, "%s: %s\n", prog, err.text);
+        else
+            fprintf(stderr, "%s: %s: %s\n", prog, *dir, err.text);
         return NULL;
     }
     const bert_config *cfg = bert_model_config(m);
@@ -79,4 +87,84 @@ bert_session *app_session(const char *prog, const bert_model *m,
         return NULL;
     }
     return s;
+}
+
+/* ---- JSON Lines input ---- */
+
+int app_jsonl_parse(const char *line, size_t len, void **owner,
+                    const char **text, size_t *tlen, const char **pair,
+                    size_t *plen, char *msg, size_t msgcap)
+{
+    json_error_t je;
+    json_t *j = json_loadb(line, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+                           &je);
+    *owner = NULL;
+    if (!j) {
+        snprintf(msg, msgcap, "invalid JSON at column %d: %s", je.column,
+                 je.text);
+        return -1;
+    }
+    json_t *t = json_object_get(j, "text"), *p = json_object_get(j, "text_pair");
+    if (!json_is_object(j) || !json_is_string(t)) {
+        snprintf(msg, msgcap, "a JSON Lines record needs {\"text\": "
+                 "\"...\"} (and optionally \"text_pair\")");
+        json_decref(j);
+        return -1;
+    }
+    if (p && !json_is_null(p) && !json_is_string(p)) {
+        snprintf(msg, msgcap, "\"text_pair\" must be a string or null");
+        json_decref(j);
+        return -1;
+    }
+    *text = json_string_value(t);
+    *tlen = json_string_length(t);
+    *pair = json_is_string(p) && json_string_length(p) ? json_string_value(p)
+                                                       : NULL;
+    *plen = *pair ? json_string_length(p) : 0;
+    *owner = j;
+    return 0;
+}
+
+void app_jsonl_free(void *owner)
+{
+    json_decref(owner);
+}
+
+int app_each_text(const char *prog, int argc, char **argv, int first,
+                  int jsonl, app_text_fn fn, void *ctx)
+{
+    if (first < argc) {
+        for (int i = first; i < argc; i++) {
+            char where[32];
+            snprintf(where, sizeof where, "argument %d", i - first + 1);
+            fn(ctx, argv[i], strlen(argv[i]), NULL, 0, where, 0);
+        }
+        return 0;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    long n, lineno = 0;
+    while ((n = app_read_line(stdin, &line, &cap)) >= 0) {
+        ++lineno;
+        if (!jsonl) {
+            fn(ctx, line, (size_t)n, NULL, 0, "<stdin>", lineno);
+            continue;
+        }
+        void *own;
+        const char *t, *p;
+        size_t tl, pl;
+        char msg[300];
+        if (app_jsonl_parse(line, (size_t)n, &own, &t, &tl, &p, &pl, msg,
+                            sizeof msg))
+            fn(ctx, NULL, 0, msg, strlen(msg), "<stdin>", lineno);
+        else
+            fn(ctx, t, tl, p, pl, "<stdin>", lineno);
+        app_jsonl_free(own);
+    }
+    free(line);
+    if (n == -2) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return -1;
+    }
+    return 0;
 }

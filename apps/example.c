@@ -1,9 +1,12 @@
 /* example.c - the smallest complete libbert program: load a sequence
- * classification model, classify the texts given on the command line.
- * Builds against the installed library:
+ * classification model (by default the installed sentiment model), classify
+ * the texts given on the command line.  Builds against the installed
+ * library:
  *
- *   cc example.c $(pkg-config --cflags --libs libbert) -o example
- *   ./example MODEL_DIR "a gorgeous film" "a waste of time"
+ *   cc example.c $(pkg-config --cflags --libs libbert) -o example \
+ *      -Wl,-rpath,$(pkg-config --variable=libdir libbert)
+ *   ./example "a gorgeous film" "a waste of time"
+ *   ./example --model MODEL_DIR "a gorgeous film"
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +16,22 @@
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL_DIR TEXT...\n", argv[0]);
+    char dir[4096];
+    int first = 1;
+    if (argc > 2 && strcmp(argv[1], "--model") == 0) {
+        snprintf(dir, sizeof dir, "%s", argv[2]);
+        first = 3;
+    } else if (bert_default_model_dir("sentiment", dir, sizeof dir) != BERT_OK) {
+        fprintf(stderr, "the default model is not installed (%s)\n", dir);
+        return 2;
+    }
+    if (argc <= first) {
+        fprintf(stderr, "usage: %s [--model DIR] TEXT...\n", argv[0]);
         return 1;
     }
     bert_model *m;
     bert_error err;
-    if (bert_model_load(argv[1], NULL, &m, &err) != BERT_OK) {
+    if (bert_model_load(dir, NULL, &m, &err) != BERT_OK) {
         fprintf(stderr, "%s\n", err.text);
         return 2;
     }
@@ -32,7 +44,7 @@ int main(int argc, char **argv)
     size_t C = bert_model_config(m)->num_labels;
     float *probs = malloc((C ? C : 1) * sizeof *probs);
     int status = 0;
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         int label;
         int rc = bert_classify_text(s, argv[i], strlen(argv[i]), NULL, 0,
                                     probs, C, &label);

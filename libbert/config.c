@@ -72,6 +72,20 @@ static int get_real(const json_t *root, const char *key, double def,
     return BERT_OK;
 }
 
+/* A dropout probability: a number in [0, 1] (torch.nn.Dropout refuses
+ * anything else). */
+static int get_prob(const json_t *root, const char *key, double def,
+                    int nullable, double *v, const char *label,
+                    bert_error *err)
+{
+    int rc = get_real(root, key, def, nullable, v, label, err);
+    if (rc == BERT_OK && !(*v >= 0 && *v <= 1))
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: \"%s\" %g is not a probability in [0, 1]",
+                         label, key, *v);
+    return rc;
+}
+
 /* String key; absent (or null when nullable) -> NULL. */
 static int get_str(const json_t *root, const char *key, int nullable,
                    const char **v, const char *label, bert_error *err)
@@ -378,13 +392,13 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
     double d;
     if (distil) {
         c->layer_norm_eps = 1e-12f; /* hard-coded in modeling_distilbert.py */
-        if ((rc = get_real(root, "dropout", 0.1, 0, &d, label, err)))
+        if ((rc = get_prob(root, "dropout", 0.1, 0, &d, label, err)))
             return rc;
         c->hidden_dropout = (float)d;
-        if ((rc = get_real(root, "attention_dropout", 0.1, 0, &d, label, err)))
+        if ((rc = get_prob(root, "attention_dropout", 0.1, 0, &d, label, err)))
             return rc;
         c->attention_dropout = (float)d;
-        if ((rc = get_real(root, "seq_classif_dropout", 0.2, 0, &d, label,
+        if ((rc = get_prob(root, "seq_classif_dropout", 0.2, 0, &d, label,
                            err)))
             return rc;
         c->classifier_dropout = (float)d;
@@ -411,15 +425,15 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
                              "and representable as a float",
                              label, d);
         c->layer_norm_eps = (float)d;
-        if ((rc = get_real(root, "hidden_dropout_prob", 0.1, 0, &d, label,
+        if ((rc = get_prob(root, "hidden_dropout_prob", 0.1, 0, &d, label,
                            err)))
             return rc;
         c->hidden_dropout = (float)d;
-        if ((rc = get_real(root, "attention_probs_dropout_prob", 0.1, 0, &d,
+        if ((rc = get_prob(root, "attention_probs_dropout_prob", 0.1, 0, &d,
                            label, err)))
             return rc;
         c->attention_dropout = (float)d;
-        if ((rc = get_real(root, "classifier_dropout", c->hidden_dropout, 1,
+        if ((rc = get_prob(root, "classifier_dropout", c->hidden_dropout, 1,
                            &d, label, err)))
             return rc;
         c->classifier_dropout = (float)d;
@@ -483,9 +497,13 @@ int bert__config_parse(const char *json, size_t len, const char *label,
 int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    FILE *f = fopen(path, "rb");
+    int odd;
+    FILE *f = bert__fopen_regular(path, &odd);
     if (!f) {
         int e = errno;
+        if (odd)
+            return bert__err(err, BERT_EFORMAT, "%s: not a regular file",
+                             path);
         return bert__err(err, e == ENOENT ? BERT_EMISSING : BERT_EIO,
                          "%s: cannot open: %s", path, strerror(e));
     }

@@ -63,7 +63,11 @@ void bert__heads_forward(bert_session *s, const bert_input *in, size_t batch,
 
 bert_function bert_model_function(const bert_model *m)
 {
+    if (!m)
+        return BERT_FUNC_NONE;
     const bert_config *c = &m->cfg.pub;
+    if (c->problem == BERT_PROBLEM_REGRESSION)
+        return BERT_FUNC_NONE;
     if (c->problem == BERT_PROBLEM_MULTI_LABEL || c->num_labels == 1)
         return BERT_FUNC_SIGMOID;
     if (c->problem == BERT_PROBLEM_SINGLE_LABEL || c->num_labels > 1)
@@ -74,6 +78,8 @@ bert_function bert_model_function(const bert_model *m)
 void bert_apply_function(const bert_model *m, bert_function f,
                          const float *logits, float *scores)
 {
+    if (!m || !logits || !scores)
+        return;
     size_t C = m->cfg.pub.num_labels;
     if (C == 0)
         return;

@@ -1,5 +1,9 @@
 /* model.c - bert_model_load / bert_model_free and the model accessors. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,7 +43,10 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     if (strlen(dir) > sizeof path - 64)
         return bert__err(err, BERT_EINVAL, "%.64s...: path too long", dir);
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (stat(dir, &st) != 0)
+        return bert__err(err, errno == ENOENT ? BERT_EMISSING : BERT_EIO,
+                         "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
         return bert__err(err, BERT_EMISSING,
                          "%s: not a directory (expected a Hugging Face model "
                          "directory with config.json and model.safetensors)",
@@ -196,4 +203,28 @@ size_t bert_model_packed_bytes(const bert_model *m, int *shared)
 int bert_model_has_pooler(const bert_model *m)
 {
     return m ? m->has_pooler_out : 0;
+}
+
+/* ---- installed default models ------------------------------------------- */
+
+#ifndef BERT_INSTALLED_MODELDIR
+#define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
+#endif
+
+int bert_default_model_dir(const char *name, char *buf, size_t cap)
+{
+    if (!name || !buf || !*name || strchr(name, '/'))
+        return BERT_EINVAL;
+    const char *base = getenv("LIBBERT_MODELDIR");
+    if (!base || !*base)
+        base = BERT_INSTALLED_MODELDIR;
+    int n = snprintf(buf, cap, "%s/%s", base, name);
+    if (n < 0 || (size_t)n >= cap)
+        return BERT_ERANGE;
+    char probe[4200];
+    struct stat st;
+    snprintf(probe, sizeof probe, "%s/config.json", buf);
+    return strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)
+               ? BERT_OK
+               : BERT_EMISSING;
 }

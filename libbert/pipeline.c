@@ -54,7 +54,7 @@ static int window_setup(bert_session *s, const bert_window_params *p,
     size_t ml = p->max_length;
     if (ml == 0 || ml > s->m->max_len)
         ml = s->m->max_len;
-    if (ml < 3 && p->mode == BERT_LONG_WINDOWS)
+    if (ml < 3)
         return bert__session_fail(s, BERT_EINVAL,
                                   "max_length %zu leaves no room for text "
                                   "between [CLS] and [SEP]",
@@ -193,6 +193,10 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
     if ((rc = tokenize(s, s->enc, text, len, pair, pair_len, maxlen, whole)))
         return rc;
     const bert_encoding *enc = s->enc;
+    if (!whole && enc->n > maxlen) /* never: the tokenizer truncated */
+        return bert__session_fail(s, BERT_EINVAL,
+                                  "%zu tokens for max_length %zu", enc->n,
+                                  maxlen);
     size_t W = maxlen - 2, nw = 1;
     if (whole && enc->n > maxlen)
         nw = window_count(enc->n, W, p.window.stride);

@@ -7,8 +7,12 @@
 #ifndef LIBBERT_READALL_H
 #define LIBBERT_READALL_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "libbert/bert_tokenizer.h"
 
@@ -50,6 +54,36 @@ static inline int bert__read_all(FILE *f, size_t max, char **out,
     *out = buf;
     *len = n;
     return BERT_OK;
+}
+
+/* Opens path for reading when it is a regular file.  A FIFO, device or
+ * directory would block the loader forever or never end: it is opened
+ * without blocking, seen by fstat and refused with *not_regular = 1 (errno
+ * EINVAL).  Returns the stream, or NULL with errno set. */
+static inline FILE *bert__fopen_regular(const char *path, int *not_regular)
+{
+    *not_regular = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        *not_regular = S_ISREG(st.st_mode) ? 0 : 1;
+        close(fd);
+        errno = *not_regular ? EINVAL : e;
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
 }
 
 #endif

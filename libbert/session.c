@@ -1,4 +1,5 @@
 /* session.c - sessions: activation arena, BLIS runtime, bert_session_run. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,5 +224,22 @@ int bert_session_run(bert_session *s, const bert_input *in, size_t batch,
                         c->task != BERT_TASK_BASE ? out->logits : NULL);
     if (out->hidden)
         memcpy(out->hidden, s->x, T * c->hidden * sizeof(float));
+    /* A NaN or infinite logit (non-finite weights, or an overflow) would
+     * turn into a confident label or into invalid JSON downstream. */
+    if (c->task != BERT_TASK_BASE && out->logits) {
+        size_t C = c->num_labels, rows = c->task == BERT_TASK_TOKEN ? T : batch;
+        for (size_t i = 0; i < rows * C; i++)
+            if (!isfinite(out->logits[i])) {
+                size_t b = i / C;
+                if (c->task == BERT_TASK_TOKEN)
+                    for (b = 0; b + 1 < batch && i / C >= in[b].n;)
+                        i -= in[b++].n * C;
+                return bert__session_fail(s, BERT_EFORMAT,
+                                          "sequence %zu: the model produced "
+                                          "a non-finite logit (NaN or "
+                                          "infinite weights?)",
+                                          b);
+            }
+    }
     return BERT_OK;
 }

@@ -468,6 +468,16 @@ static void get_tag(const char *label, int *is_b, const char **tag)
     }
 }
 
+/* Params the pipelines cannot use: ignore_labels NULL with n_ignore > 0. */
+static int bad_params(const bert_tag_params *p, bert_error *err)
+{
+    if (p->n_ignore && !p->ignore_labels)
+        return set_err(err, BERT_EINVAL,
+                       "ignore_labels is NULL but n_ignore is %zu",
+                       p->n_ignore);
+    return BERT_OK;
+}
+
 static int is_ignored(const bert_tag_params *p, const char *name)
 {
     for (size_t i = 0; i < p->n_ignore; i++)
@@ -871,7 +881,10 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
     if (!in)
         return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
     const bert_tag_params *p = params ? params : &def;
-    int rc = tag_window(out->priv_, in, p, err);
+    int rc = bad_params(p, err);
+    if (rc)
+        return rc;
+    rc = tag_window(out->priv_, in, p, err);
     if (rc)
         return rc;
     out->n_windows = 1;
@@ -891,6 +904,8 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
     reset(out);
     if (!m || !s || (!text && len))
         return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+    if (bad_params(p, err))
+        return BERT_EINVAL;
     tag_priv *P = out->priv_;
     const bert_config *cfg = bert_model_config(m);
     const bert_tokenizer *tok = bert_model_tokenizer(m);

@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages libbert needs to build and test, if missing.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config libblis-dev libutf8proc-dev libcsv-dev libjansson-dev libcunit1-dev"
+# --fuzz: also clang, which fuzz/run.sh needs (libFuzzer)
+[ "${1:-}" = --fuzz ] && PKGS="$PKGS clang"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -160,7 +160,59 @@ grep -c '"error":null' "$tmp/j" | grep -qx 2 || die "jsonl: 2 good rows expected
 head -1 "$tmp/j" | grep -q '^{"id":"1","text":"good row","label":"POSITIVE"' || die "jsonl: $(head -1 "$tmp/j")"
 
 # usage and model errors
-"$CLS" --model "$M" "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "no --column: exit status"
+# no --column: the header's text column; with --no-header a usage error
+"$CLS" --model "$M" "$DATA/classify_basic.csv" > "$tmp/nocol" 2>/dev/null || die "no --column: exit $?"
+"$CLS" --model "$M" --column text "$DATA/classify_basic.csv" 2>/dev/null | cmp -s - "$tmp/nocol" ||
+    die "no --column: not the text column"
+"$CLS" --model "$M" --no-header "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "no --column, --no-header: exit status"
+printf 'x\ngood\n' | "$CLS" --model "$M" > /dev/null 2> "$tmp/e"; st=$?
+[ $st = 2 ] && grep -q "no column 'text'.*--column" "$tmp/e" || die "no text column: exit $st: $(cat "$tmp/e")"
+# --column 0 is a usage error with a header and without
+for h in '' --no-header; do
+    "$CLS" --model "$M" --column 0 $h "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; st=$?
+    [ $st = 1 ] && grep -q 'start at 1' "$tmp/e" || die "--column 0 $h: exit $st: $(cat "$tmp/e")"
+done
+
+# CR-only line endings (old Mac files): each record its own line number,
+# the output in the input's line ending (CR), not CRLF
+printf 'text\rgood\r\377 bad\rfine\r' > "$tmp/cr.csv"
+"$CLS" --model "$M" "$tmp/cr.csv" > "$tmp/o" 2> "$tmp/e" || die "CR-only: exit $?"
+grep -q 'row 2 (line 3): invalid UTF-8' "$tmp/e" || die "CR-only: line numbers: $(cat "$tmp/e")"
+[ "$(tr -cd '\r' < "$tmp/o" | wc -c)" = 4 ] && [ "$(tr -cd '\n' < "$tmp/o" | wc -c)" = 0 ] ||
+    die "CR-only: output line endings: $(od -c "$tmp/o" | head -3)"
+
+# long texts: truncated, counted, and a warning at the end
+{ echo text; w=; i=0; while [ $i -lt 300 ]; do w="$w word"; i=$((i + 1)); done
+  echo "$w"; echo short; echo "$w"; } > "$tmp/long.csv"
+"$CLS" --model "$M" "$tmp/long.csv" > /dev/null 2> "$tmp/e" || die "long texts: exit $?"
+grep -q 'warning: 2 row(s) longer than the model.s [0-9]* tokens were truncated' "$tmp/e" ||
+    die "long texts: no truncation warning: $(cat "$tmp/e")"
+"$CLS" --model "$M" "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"
+grep -q 'truncated' "$tmp/e" && die "truncation warning without long rows"
+
+# item 6: the input already has label/score/error columns, or repeats names
+printf 'text,label\ngood,x\n' > "$tmp/has_label.csv"
+for f in csv jsonl; do
+    "$CLS" --model "$M" --format $f "$tmp/has_label.csv" > "$tmp/o" 2> "$tmp/e"; st=$?
+    [ $st = 2 ] && grep -q "already has a column 'label'.*--prefix" "$tmp/e" || die "$f label clash: exit $st: $(cat "$tmp/e")"
+done
+printf 'text,score_POSITIVE\ngood,x\n' | "$CLS" --model "$M" --all-scores > /dev/null 2> "$tmp/e"; st=$?
+[ $st = 2 ] && grep -q "already has a column 'score_POSITIVE'" "$tmp/e" || die "all-scores clash: exit $st: $(cat "$tmp/e")"
+"$CLS" --model "$M" --prefix pred_ --top-k 2 "$tmp/has_label.csv" > "$tmp/o" || die "--prefix: exit $?"
+[ "$(head -1 "$tmp/o")" = "text,label,pred_label,pred_score,pred_label_2,pred_score_2,pred_error" ] ||
+    die "--prefix header: $(head -1 "$tmp/o")"
+printf 'text,a,a,text,label\ngood,1,2,3,4\n' | "$CLS" --model "$M" --format jsonl --prefix p_ > "$tmp/o" || die "jsonl dup: exit $?"
+grep -q '^{"text":"good","a":"1","a.1":"2","text.1":"3","label":"4","p_label":"[A-Z]*","p_score":[0-9.e-]*,"p_error":null}$' "$tmp/o" ||
+    die "jsonl keys: $(cat "$tmp/o")"
+if command -v python3 > /dev/null; then
+    python3 -c 'import json,sys
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)): sys.exit("repeated key: %r" % keys)
+    return dict(pairs)
+for l in open(sys.argv[1]): json.loads(l, object_pairs_hook=once)' "$tmp/o" || die "jsonl: repeated keys"
+fi
+"$CLS" --model "$M" --prefix 'a"b' "$tmp/has_label.csv" > /dev/null 2>&1; [ $? = 1 ] || die "--prefix with a quote: exit status"
 "$CLS" --model "$M" --column text --batch 0 "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "--batch 0: exit status"
 for w in 0 -3 x '' 8x; do
     "$CLS" --model "$M" --column text --window "$w" "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"; st=$?

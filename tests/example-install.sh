@@ -1,41 +1,91 @@
 #!/bin/sh
-# example-install.sh - installs libbert into a temporary prefix, compiles
-# apps/example.c against it with pkg-config exactly as a user would, and runs
-# it on a fixture model ($SHARED_DIR; without it only the build is checked).
+# example-install.sh - make install into a temporary prefix, then what a new
+# user does with it:
+#  - the installed tools run with no LD_LIBRARY_PATH (RUNPATH) and find the
+#    installed default models, never the build tree's data/;
+#  - every docs/ page, a man page per tool and libbert(3) are installed;
+#    pkg-config's modeldir points at the installed models;
+#  - apps/example.c (the README's program) builds with pkg-config and runs
+#    on the installed default model, again without LD_LIBRARY_PATH;
+#  - make uninstall leaves no file and none of libbert's directories.
+# Runs after the other tests (Makefile: installing relinks the programs).
 set -e
 b=${top_builddir:-.}
 s=${top_srcdir:-.}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/libbert-example.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 pre=$tmp/prefix
-# Only the library, its headers and libbert.pc: installing the programs too
-# would make libtool relink them in the build tree while other tests run.
-if ! ${LIBBERT_MAKE:-make} -C "$b" install-libLTLIBRARIES \
-    install-pkgincludeHEADERS install-pkgconfigDATA prefix="$pre" \
-    >"$tmp/install.log" 2>&1; then
-    cat "$tmp/install.log"
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+unset LD_LIBRARY_PATH LIBBERT_MODELDIR
+if ! ${LIBBERT_MAKE:-make} -C "$b" install prefix="$pre" >"$tmp/install.log" 2>&1; then
+    tail -30 "$tmp/install.log"
     echo "FAIL: make install prefix=$pre"
     exit 1
 fi
+
+# --- installed tools: libbert.so.0 and the models, from anywhere ----------
+cd "$tmp"
+"$pre/bin/bert-sentiment" 'a gorgeous film' > out 2> err || die "installed bert-sentiment: $(cat err)"
+grep -q '	a gorgeous film$' out || die "installed bert-sentiment output: $(cat out)"
+echo 'a gorgeous film' | "$pre/bin/bert-infer" --model "$pre/share/libbert/models/sentiment" > out 2> err ||
+    die "installed bert-infer: $(cat err)"
+# without the installed models they say where they looked: never the build
+# tree
+mv "$pre/share/libbert/models/sentiment" "$tmp/moved"
+if "$pre/bin/bert-sentiment" 'a gorgeous film' > out 2> err; then
+    die "installed bert-sentiment ran without the installed model"
+fi
+abs_s=$(cd "$OLDPWD" && cd "$s" && pwd)
+grep -q "$abs_s/data" err && die "the installed tool looks in the build tree: $(cat err)"
+grep -q "$pre/bin/../share/libbert/models/sentiment" err || die "message: $(cat err)"
+mv "$tmp/moved" "$pre/share/libbert/models/sentiment"
+
+# --- docs, man pages, pkg-config ------------------------------------------
+for d in bert-classify bert-sentiment bert-tag inference performance tokenizer training; do
+    [ -s "$pre/share/doc/libbert/$d.md" ] || die "docs/$d.md not installed"
+done
+for t in bert-classify bert-sentiment bert-tag bert-infer bert-tokenize bert-train bert-vocab bert-bench; do
+    [ -s "$pre/share/man/man1/$t.1" ] || die "man page $t.1 not installed"
+    grep -q '^\.SH DESCRIPTION' "$pre/share/man/man1/$t.1" || die "$t.1 has no DESCRIPTION"
+done
+[ -s "$pre/share/man/man3/libbert.3" ] || die "libbert.3 not installed"
 PKG_CONFIG_PATH=$pre/lib/pkgconfig
 export PKG_CONFIG_PATH
 # libbert.pc records the configured prefix; point it at the temporary one.
 pc="pkg-config --define-variable=prefix=$pre"
+[ "$($pc --variable=modeldir libbert)" = "$pre/share/libbert/models" ] ||
+    die "pkg-config modeldir: $($pc --variable=modeldir libbert)"
+
+# --- the README's example, built as a user would --------------------------
 static=
 [ -e "$pre/lib/libbert.so" ] || static=--static
 cflags=$($pc --cflags libbert)
 libs=$($pc $static --libs libbert)
-echo "compiling: ${LIBBERT_CC:-cc} $cflags example.c $libs"
+rpath="-Wl,-rpath,$($pc --variable=libdir libbert)"
+echo "compiling: ${LIBBERT_CC:-cc} $cflags example.c $libs $rpath"
 # shellcheck disable=SC2086
-${LIBBERT_CC:-cc} $LIBBERT_SAN_CFLAGS $cflags "$s/apps/example.c" -o "$tmp/example" $libs
-model=${SHARED_DIR:-$s/../shared}/fixtures/bert-seq-uncased
-if [ ! -d "$model" ]; then
-    echo "example built; $model absent, not run"
-    exit 0
-fi
-LD_LIBRARY_PATH=$pre/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export LD_LIBRARY_PATH
-"$tmp/example" "$model" "a gorgeous film" "a waste of time" >"$tmp/out"
+${LIBBERT_CC:-cc} $LIBBERT_SAN_CFLAGS $cflags "$abs_s/apps/example.c" -o "$tmp/example" $libs $rpath
+# the example finds the installed model the way the library says: through
+# LIBBERT_MODELDIR here, since the library was configured for another prefix
+LIBBERT_MODELDIR=$pre/share/libbert/models "$tmp/example" "a gorgeous film" "a waste of time" >"$tmp/out" ||
+    die "example: exit $?"
 cat "$tmp/out"
-[ "$(wc -l <"$tmp/out")" -eq 2 ] && grep -q '^[A-Z]*TIVE	0\.[0-9]*	a gorgeous film$' "$tmp/out"
-echo "PASS: installed example runs"
+[ "$(wc -l <"$tmp/out")" -eq 2 ] && grep -q '^[a-zA-Z]*	0\.[0-9]*	a gorgeous film$' "$tmp/out" ||
+    die "example output"
+model=${SHARED_DIR:-$abs_s/../shared}/fixtures/bert-seq-uncased
+if [ -d "$model" ]; then
+    "$tmp/example" --model "$model" "a gorgeous film" >"$tmp/out" || die "example --model: exit $?"
+    grep -q '^[A-Z]*TIVE	0\.[0-9]*	a gorgeous film$' "$tmp/out" || die "example --model output: $(cat "$tmp/out")"
+fi
+
+# --- make uninstall --------------------------------------------------------
+cd "$OLDPWD"
+${LIBBERT_MAKE:-make} -C "$b" uninstall prefix="$pre" >"$tmp/uninstall.log" 2>&1 || die "make uninstall"
+left=$(find "$pre" -type f -o -type l)
+[ -z "$left" ] || die "make uninstall left files: $left"
+for d in share/libbert share/doc/libbert include/libbert; do
+    [ ! -d "$pre/$d" ] || die "make uninstall left the directory $d"
+done
+[ $fail = 0 ] && echo "PASS: installed tools, docs, man pages, example; clean uninstall"
+exit $fail

@@ -262,8 +262,24 @@ static void test_files(void)
 {
     char d[8200];
     expect("unmodified copy", mkcase(d, sizeof d), 1, BERT_OK, NULL, NULL);
-    expect("not a directory", "/nonexistent/model", 0, BERT_EMISSING,
-           "/nonexistent/model", "not a directory");
+    expect("no such directory", "/nonexistent/model", 0, BERT_EMISSING,
+           "/nonexistent/model", "No such file or directory");
+    mkcase(d, sizeof d);
+    {
+        char f[8300];
+        snprintf(f, sizeof f, "%s/config.json", d);
+        expect("not a directory", f, 0, BERT_EMISSING, f, "not a directory");
+        /* a FIFO as config.json / tokenizer.json: refused, not waited on */
+        static const char *const fifos[] = {"config.json", "tokenizer.json"};
+        for (int i = 0; i < 2; i++) {
+            mkcase(d, sizeof d);
+            drop(d, fifos[i]);
+            snprintf(f, sizeof f, "%s/%s", d, fifos[i]);
+            CU_ASSERT_EQUAL_FATAL(mkfifo(f, 0600), 0);
+            expect(i ? "tokenizer.json is a FIFO" : "config.json is a FIFO", d, 1,
+                   BERT_EFORMAT, fifos[i], "not a regular file");
+        }
+    }
     mkcase(d, sizeof d);
     drop(d, "config.json");
     expect("missing config.json", d, 0, BERT_EMISSING, "config.json",

@@ -310,7 +310,7 @@ static void check_fixture(const char *name)
           CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
       }
       maxdiff tier = {0, 0, 0, 0};
-      const char *kname = "?";
+      char kname[48] = "?";
       int packed = 0;
       for (int threads = 1; threads <= 2; threads++) {
         bert_session_params sp = bert_session_default_params();
@@ -320,7 +320,7 @@ static void check_fixture(const char *name)
         bert_session *s = NULL;
         rc = bert_session_create(mt, &sp, &s, &err);
         CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
-        kname = bert_session_kernels(s, &packed);
+        snprintf(kname, sizeof kname, "%s", bert_session_kernels(s, &packed));
         maxdiff batched = {0, 0, 0, 0}, single = {0, 0, 0, 0};
         CU_ASSERT(run_compare(s, mt, &e, ids, types, lens, 0, e.B, &batched) ==
                   0);

@@ -325,10 +325,52 @@ static void test_pair_and_truncation(void)
     p.max_length = 4;
     CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
     CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a [SEP]");
-    /* max_length below the special tokens keeps only them */
+    /* max_length below the special tokens cannot be honoured: an error
+     * (it used to return 3 tokens for max_length 1) */
     p.max_length = 1;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(enc->n, 0);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_EINVAL);
+    p.max_length = 2;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [SEP]");
+    p.max_length = 3;
     CU_ASSERT_EQUAL(encode_n(uncased, a, 7, b, 11, &p, &err), BERT_OK);
     CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] [SEP] [SEP]");
+    /* without special tokens max_length 1 is fine */
+    p.max_length = 1;
+    p.add_special_tokens = 0;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 7, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "a");
+}
+
+/* Item 15: tokens past max_length are counted, not stored; the result is
+ * the same as with them stored (n_overflow counts them all). */
+static void test_long_truncated(void)
+{
+    bert_error err;
+    size_t nw = 50000;
+    char *a = malloc(2 * nw), *b = malloc(2 * nw);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    for (size_t i = 0; i < nw; i++) {
+        a[2 * i] = 'a';
+        b[2 * i] = 'b';
+        a[2 * i + 1] = b[2 * i + 1] = ' ';
+    }
+    bert_encode_params p = bert_encode_default_params();
+    p.max_length = 10;
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 2 * nw, NULL, 0, &p, &err), BERT_OK);
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a a a a a a [SEP]");
+    CU_ASSERT_EQUAL(enc->n_overflow_first, nw - 8);
+    CU_ASSERT_EQUAL(encode_n(uncased, a, 2 * nw, b, 2 * nw - 2, &p, &err), BERT_OK);
+    /* both capped at 10 (equal): longest_first keeps 3 + 4, as before */
+    CU_ASSERT_STRING_EQUAL(tokens_of(uncased), "[CLS] a a a [SEP] b b b b [SEP]");
+    CU_ASSERT_EQUAL(enc->n_overflow_first, nw - 3);
+    CU_ASSERT_EQUAL(enc->n_overflow_second, nw - 1 - 4);
+    free(a);
+    free(b);
 }
 
 static void test_padding(void)
@@ -345,6 +387,13 @@ static void test_padding(void)
     }
     CU_ASSERT_EQUAL(enc->word_ids[5], -1);
     CU_ASSERT_EQUAL(enc->type_ids[5], 0);
+    /* a pad_to no allocation can hold: ENOMEM, not an endless doubling */
+    const size_t huge[] = {((size_t)1 << 63) + 1, SIZE_MAX, SIZE_MAX / 2 + 7};
+    for (int i = 0; i < 3; i++) {
+        p.pad_to = huge[i];
+        CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_ENOMEM);
+        CU_ASSERT_EQUAL(enc->n, 0);
+    }
     p.pad_to = 2; /* shorter than the sequence: no-op */
     CU_ASSERT_EQUAL(encode_n(uncased, "a b", 3, NULL, 0, &p, &err), BERT_OK);
     CU_ASSERT_EQUAL(enc->n, 4);
@@ -688,6 +737,7 @@ int main(int argc, char **argv)
         {"empty_and_blank", test_empty_and_blank},
         {"pair_and_truncation", test_pair_and_truncation},
         {"padding", test_padding},
+        {"long_truncated", test_long_truncated},
         {"invalid_utf8", test_invalid_utf8},
         {"megabyte_lines", test_megabyte_lines},
         {"load_dirs", test_load_dirs},

@@ -471,6 +471,22 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
     p.window.max_length = 2;
     rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, a, NULL, 16, NULL, NULL);
     CHECK(rc == BERT_EINVAL, "max_length 2: status %d", rc);
+    /* max_length 1 and 2 in truncate mode, alone and with a pair: the
+     * windows of 1 - 2 tokens used to wrap and overflow the scratch */
+    for (size_t k = 1; k <= 2; k++) {
+        p = bert_classify_default_params();
+        p.window.max_length = k;
+        rc = bert_classify_text_ex(s, longt, longlen, NULL, 0, &p, a, NULL, 16,
+                                   NULL, NULL);
+        CHECK(rc == BERT_EINVAL, "truncate max_length %zu: status %d", k, rc);
+        rc = bert_classify_text_ex(s, t, tl, t, tl, &p, a, NULL, 16, NULL,
+                                   NULL);
+        CHECK(rc == BERT_EINVAL, "pair max_length %zu: status %d", k, rc);
+    }
+    p = bert_classify_default_params();
+    p.window.max_length = 3;
+    rc = bert_classify_text_ex(s, t, tl, t, tl, &p, a, NULL, 16, NULL, NULL);
+    CHECK(rc == BERT_OK, "pair max_length 3: status %d", rc);
     rc = bert_classify_text_ex(s, t, tl, NULL, 0, NULL, a, NULL, C - 1, NULL,
                                NULL);
     CHECK(rc == BERT_ERANGE, "n < C: status %d", rc);

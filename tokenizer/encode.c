@@ -114,9 +114,14 @@ static int enc_reserve(bert_encoding *e, size_t need)
     enc_priv *p = e->priv_;
     if (need <= p->cap)
         return BERT_OK;
+    /* the largest array holds 2 int64_t per token: beyond that, or when
+     * doubling would wrap, no allocation can succeed */
+    const size_t max_cap = SIZE_MAX / (2 * sizeof *e->byte_offsets);
+    if (need > max_cap)
+        return BERT_ENOMEM;
     size_t cap = p->cap ? p->cap : 256;
     while (cap < need)
-        cap *= 2;
+        cap = cap > max_cap / 2 ? max_cap : cap * 2;
     GROW(e->ids, cap);
     GROW(e->type_ids, cap);
     GROW(e->attention_mask, cap);
@@ -156,6 +161,9 @@ typedef struct seq_state {
     size_t start;     /* e->n when the sequence started */
     size_t cap_at;    /* max_length (0 = none), see seen_len() */
     size_t capped;    /* tokens at the first word end >= cap_at, 0 = not yet */
+    size_t uncounted; /* tokens after `capped`: counted, never stored (the
+                         truncation cannot keep them), so that memory stays
+                         O(max_length) whatever the text's length */
 } seq_state;
 
 /* The reference stops looking at a sequence once it has max_length tokens
@@ -259,6 +267,12 @@ static int flush_word(seq_state *s)
         }
         np = bert__wordpiece(t, p->wb, len, p->pieces);
     }
+    if (s->capped) {
+        s->uncounted += np ? np : 1;
+        p->w_n = 0;
+        p->w_chars = 0;
+        return BERT_OK;
+    }
     if (enc_reserve(e, e->n + (np ? np : 1)))
         return BERT_ENOMEM;
     if (np == 0) {
@@ -340,9 +354,14 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
                 int64_t nc = 0;
                 for (size_t k = 0; k < a->len; k++)
                     nc += (a->text[k] & 0xC0) != 0x80;
-                put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cp, cp + nc,
-                          (int64_t)i, (int64_t)(i + a->len));
-                note_word_end(s);
+                if (s->capped) {
+                    s->uncounted++;
+                    s->word++;
+                } else {
+                    put_token(s->e, s->e->n++, a->id, s->type, 0, s->word++, s->seq, cp,
+                              cp + nc, (int64_t)i, (int64_t)(i + a->len));
+                    note_word_end(s);
+                }
                 i += a->len;
                 cp += nc;
                 continue;
@@ -725,9 +744,19 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     int32_t cls_id = t->special[BERT_TOKEN_CLS], sep_id = t->special[BERT_TOKEN_SEP];
     if (sp && (cls_id < 0 || sep_id < 0))
         return bert__set_error(err, BERT_EFORMAT, -1, "the vocabulary lacks [CLS] or [SEP]");
+    int bpe = t->kind == BT_KIND_BPE;
+    /* RoBERTa: <s> A </s></s> B </s>, every type id 0 */
+    size_t mid = sp ? (bpe ? 2 : 1) : 0;
+    /* A max_length below the special tokens cannot be honoured: refuse it
+     * rather than return more tokens than the caller made room for. */
+    size_t n_special = sp ? (has_pair ? 2 + mid : 2) : 0;
+    if (prm.max_length > 0 && prm.max_length < n_special)
+        return bert__set_error(err, BERT_EINVAL, -1,
+                               "max_length %zu is smaller than the %zu special tokens", prm.max_length,
+                               n_special);
 
     enc_priv *p = e->priv_;
-    seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0};
+    seq_state s = {t, e, p, 0, 0, 0, 0, 0, prm.max_length, 0, 0};
     s.max_keep = t->max_chars_per_word < SIZE_MAX - 1 ? t->max_chars_per_word + 1 : SIZE_MAX;
     p->w_n = p->w_chars = 0;
 
@@ -736,14 +765,11 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     size_t base = sp ? 1 : 0;
     e->n = base;
     s.start = base;
-    int bpe = t->kind == BT_KIND_BPE;
-    /* RoBERTa: <s> A </s></s> B </s>, every type id 0 */
-    size_t mid = sp ? (bpe ? 2 : 1) : 0;
     int32_t type_b = bpe ? 0 : 1;
     if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)text, len)
                   : encode_seq(&s, (const uint8_t *)text, len)))
         return rc;
-    size_t n1 = e->n - base, n2 = 0, b_start = e->n + mid;
+    size_t n1 = e->n - base + s.uncounted, n2 = 0, b_start = e->n + mid;
     size_t seen1 = seen_len(&s, n1), seen2 = 0;
     if (has_pair) {
         if ((rc = enc_reserve(e, e->n + mid)))
@@ -754,17 +780,17 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         s.word = 0;
         s.start = b_start;
         s.capped = 0;
+        s.uncounted = 0;
         if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)pair, pair_len)
                       : encode_seq(&s, (const uint8_t *)pair, pair_len)))
             return rc;
-        n2 = e->n - b_start;
+        n2 = e->n - b_start + s.uncounted;
         seen2 = seen_len(&s, n2);
     }
     size_t k1 = seen1, k2 = seen2;
     if (prm.max_length > 0) {
         /* lengths count the special tokens, as the reference does */
-        size_t added = sp ? (has_pair ? 2 + mid : 2) : 0;
-        size_t eff = prm.max_length > added ? prm.max_length - added : 0;
+        size_t eff = prm.max_length - n_special;
         if ((rc = truncate_lengths(eff, prm.truncation, has_pair, &k1, &k2, err)))
             return rc;
     }

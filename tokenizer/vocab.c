@@ -338,7 +338,8 @@ int bert__tokenizer_finish(bert_tokenizer *t, bert_error *err)
     }
     if (t->kind == BT_KIND_WORDPIECE && t->special[BERT_TOKEN_UNK] < 0)
         return bert__set_error(err, BERT_EFORMAT, -1,
-                               "the vocabulary has no unknown token ([UNK])");
+                               "the vocabulary has no unknown token ([UNK], or the "
+                               "unk_token tokenizer_config.json names)");
     for (int c = 0; c < 128; c++) {
         unsigned cls = bert__cp_class((uint32_t)c);
         if (!t->clean_text)
@@ -386,7 +387,10 @@ static int set_specials(bert_tokenizer *t, char *names[5])
 
 static int read_file(const char *path, char **out, size_t *len, bert_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    int odd;
+    FILE *f = bert__fopen_regular(path, &odd);
+    if (!f && odd)
+        return bert__set_error(err, BERT_EFORMAT, -1, "%s: not a regular file", path);
     if (!f)
         return bert__set_error(err, errno == ENOENT ? BERT_EMISSING : BERT_EIO, -1,
                                "%s: %s", path, strerror(errno));
@@ -407,13 +411,18 @@ static int load_vocab_txt(bert_tokenizer *t, const char *path, bert_error *err)
     if (rc)
         return rc;
     /* One token per line, split on '\n' only: real vocabularies contain
-     * U+2028 and other line-breaking characters as tokens. */
+     * U+2028 and other line-breaking characters as tokens.  A '\r' before
+     * the '\n' is part of a CRLF line end (transformers reads the file in
+     * text mode, which drops it), not of the token. */
     size_t start = 0;
     int32_t id = 0;
     while (start < len) {
         const char *nl = memchr(buf + start, '\n', len - start);
         size_t end = nl ? (size_t)(nl - buf) : len;
-        rc = bert__vocab_add(t, buf + start, end - start, id++);
+        size_t tl = end - start;
+        if (nl && tl > 0 && buf[end - 1] == '\r')
+            tl--;
+        rc = bert__vocab_add(t, buf + start, tl, id++);
         if (rc) {
             free(buf);
             return bert__set_error(err, rc, -1, "%s: out of memory", path);
@@ -426,17 +435,22 @@ static int load_vocab_txt(bert_tokenizer *t, const char *path, bert_error *err)
     return BERT_OK;
 }
 
-static int load_json(const char *path, json_t **out, bert_error *err)
+/* Reads and parses a JSON object file with jansson flags `flags` (on top of
+ * JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL).  A read error or a file that is
+ * not regular is reported as such, never as a parse position. */
+static int load_json(const char *path, size_t flags, json_t **out, bert_error *err)
 {
     json_error_t je;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!j) {
-        struct stat st;
-        if (stat(path, &st) != 0)
-            return bert__set_error(err, BERT_EMISSING, -1, "%s: %s", path, strerror(errno));
+    char *buf;
+    size_t len;
+    int rc = read_file(path, &buf, &len, err);
+    if (rc)
+        return rc;
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
+    free(buf);
+    if (!j)
         return bert__set_error(err, BERT_EFORMAT, -1, "%s:%d:%d: %s", path, je.line,
                                je.column, je.text);
-    }
     if (!json_is_object(j)) {
         json_decref(j);
         return bert__set_error(err, BERT_EFORMAT, -1, "%s: not a JSON object", path);
@@ -490,7 +504,7 @@ static int load_tokenizer_json(bert_tokenizer *t, const char *path, char *names[
                                bert_error *err)
 {
     json_t *j;
-    int rc = load_json(path, &j, err);
+    int rc = load_json(path, 0, &j, err);
     if (rc)
         return rc;
     rc = BERT_EUNSUPPORTED;
@@ -645,16 +659,23 @@ static int path_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+/* src: the vocabulary file read, named in the messages of the checks. */
 static int finish_load(bert_tokenizer *t, char *names[5], bert_tokenizer **out, bert_error *err,
-                       int rc)
+                       int rc, const char *src)
 {
     if (rc == BERT_OK) {
         rc = set_specials(t, names);
         if (rc)
             bert__set_error(err, rc, -1, "out of memory");
     }
-    if (rc == BERT_OK)
+    if (rc == BERT_OK) {
         rc = bert__tokenizer_finish(t, err);
+        if (rc && err && src) {
+            char msg[sizeof err->text];
+            snprintf(msg, sizeof msg, "%s", err->text);
+            bert__set_error(err, rc, -1, "%s: %s", src, msg);
+        }
+    }
     for (int i = 0; i < 5; i++)
         free(names[i]);
     if (rc) {
@@ -687,7 +708,11 @@ int bert_tokenizer_load(const char *dir, bert_tokenizer **out, bert_error *err)
     json_t *cfg = NULL;
     snprintf(path, dl + 32, "%s/tokenizer_config.json", dir);
     if (path_exists(path)) {
-        rc = load_json(path, &cfg, err);
+        /* transformers writes "no limit" as model_max_length
+         * 1000000000000000019884624838656 (int(1e30)), too big for a
+         * json_int_t: numbers are read as doubles (apply_config treats
+         * 1e9 and more as no limit) */
+        rc = load_json(path, JSON_DECODE_INT_AS_REAL, &cfg, err);
         if (rc)
             goto done;
     }
@@ -738,8 +763,9 @@ int bert_tokenizer_load(const char *dir, bert_tokenizer **out, bert_error *err)
     }
 done:
     json_decref(cfg);
+    rc = finish_load(t, names, out, err, rc, path);
     free(path);
-    return finish_load(t, names, out, err, rc);
+    return rc;
 }
 
 int bert_tokenizer_load_vocab(const char *vocab_txt, int lowercase, int strip_accents,
@@ -759,7 +785,7 @@ int bert_tokenizer_load_vocab(const char *vocab_txt, int lowercase, int strip_ac
     t->strip_accents = strip_accents < 0 ? -1 : strip_accents != 0;
     t->chinese = tokenize_chinese_chars != 0;
     int rc = load_vocab_txt(t, vocab_txt, err);
-    return finish_load(t, names, out, err, rc);
+    return finish_load(t, names, out, err, rc, vocab_txt);
 }
 
 /* ---- accessors --------------------------------------------------------- */

@@ -141,6 +141,20 @@ BERT_API bert_model_params bert_model_default_params(void);
  *  BERT_EIO, BERT_ENOMEM. */
 BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
                              bert_model **out, bert_error *err);
+
+/* The directory of an installed default model, `name` "sentiment" or "ner"
+ * (the models make install puts under $(pkgdatadir)/models, the directory
+ * `pkg-config --variable=modeldir libbert` prints): MODELDIR/NAME, MODELDIR
+ * being $LIBBERT_MODELDIR when that environment variable is set and not
+ * empty, else the installed one.  Writes the NUL-terminated path to buf
+ * (cap bytes) and returns BERT_OK when it holds a config.json;
+ * BERT_EMISSING when it does not (the path is still written, for the
+ * message); BERT_ERANGE when cap is too small; BERT_EINVAL for a NULL
+ * argument or a name with a '/'.  For example:
+ *   char dir[4096];
+ *   if (bert_default_model_dir("sentiment", dir, sizeof dir) == BERT_OK)
+ *       rc = bert_model_load(dir, NULL, &m, &err); */
+BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap);
 /* Unmaps and frees everything; NULL is a no-op.  Sessions created from m
  * must be freed first. */
 BERT_API void bert_model_free(bert_model *m);
@@ -166,7 +180,11 @@ BERT_API size_t bert_model_packed_bytes(const bert_model *m, int *shared);
 /* ---- session ----------------------------------------------------------- */
 
 typedef struct bert_session_params {
-    int n_threads;          /* default 1; BLIS and OpenMP work of this session */
+    int n_threads;          /* default 1; BLIS and OpenMP work of this session.
+                               Keep it at most the cores available: BLIS's and
+                               OpenMP's threads spin while they wait, and more
+                               threads than cores runs 100x slower or worse
+                               (the tools lower --threads to the CPU count) */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
     bert_kernels kernels;   /* default AUTO (bert_kernels); a tier this CPU
@@ -234,7 +252,11 @@ typedef struct bert_outputs {
  * Outputs not produced by the model (pooler without a pooler, logits of a
  * base model) are left untouched.  Results equal running each sequence
  * alone (up to float rounding: BLIS may block differently).  On failure no
- * output is written.  Without out->hidden, all but token-classification
+ * output is written, except for BERT_EFORMAT: a logit came out NaN or
+ * infinite (a model with non-finite weights); the outputs are then written
+ * but meaningless, and every pipeline built on this call (bert_classify_*,
+ * bert_token_logits, bert_tag_text, the tools) reports that error instead of
+ * a score.  Without out->hidden, all but token-classification
  * models run the last layer for each sequence's first ([CLS]) row only, the
  * one the pooler and classifier read: same outputs up to float rounding, 7%
  * less work for BERT-base. */
@@ -246,21 +268,24 @@ BERT_API int bert_session_run(bert_session *s, const bert_input *in,
 /* How sequence logits become scores, as transformers' text-classification
  * pipeline's function_to_apply. */
 typedef enum {
-    BERT_FUNC_DEFAULT = 0,  /* sigmoid for multi-label or num_labels == 1,
-                               else softmax */
+    BERT_FUNC_DEFAULT = 0,  /* none for regression, sigmoid for multi-label
+                               or num_labels == 1, else softmax */
     BERT_FUNC_SOFTMAX,
     BERT_FUNC_SIGMOID,
     BERT_FUNC_NONE
 } bert_function;
 
-/* The function BERT_FUNC_DEFAULT resolves to for m, as the pipeline:
- * multi_label_classification or num_labels == 1 -> SIGMOID; else
- * single_label_classification or num_labels > 1 -> SOFTMAX; else NONE. */
+/* The function BERT_FUNC_DEFAULT resolves to for m, as transformers'
+ * text-classification pipeline (4.4x): problem_type regression -> NONE (the
+ * raw value); multi_label_classification or num_labels == 1 -> SIGMOID;
+ * else single_label_classification or num_labels > 1 -> SOFTMAX; else
+ * NONE.  m NULL -> NONE. */
 BERT_API bert_function bert_model_function(const bert_model *m);
 
 /* scores[i] = f(logits[i]) for C = num_labels values (softmax with the max
  * subtracted, sigmoid 1/(1+exp(-x)), or a copy).  logits and scores may be
- * the same array.  Base models (C = 0) write nothing. */
+ * the same array.  Base models (C = 0) write nothing; so does a NULL m,
+ * logits or scores. */
 BERT_API void bert_apply_function(const bert_model *m, bert_function f,
                                   const float *logits, float *scores);
 

@@ -554,19 +554,25 @@ void bert_trainer_free(bert_trainer *t)
     free(t);
 }
 
-size_t bert_trainer_steps(const bert_trainer *t) { return t->steps; }
+/* The getters take NULL (0, NULL), as the fallible calls return an error. */
+size_t bert_trainer_steps(const bert_trainer *t) { return t ? t->steps : 0; }
 const bert_config *bert_trainer_config(const bert_trainer *t)
 {
-    return &t->cfg.pub;
+    return t ? &t->cfg.pub : NULL;
 }
 const char *bert_trainer_label(const bert_trainer *t, size_t id)
 {
-    return (t->cfg.labels && id < t->C) ? t->cfg.labels[id] : NULL;
+    return (t && t->cfg.labels && id < t->C) ? t->cfg.labels[id] : NULL;
 }
-size_t bert_trainer_num_params(const bert_trainer *t) { return t->nparams; }
+size_t bert_trainer_num_params(const bert_trainer *t)
+{
+    return t ? t->nparams : 0;
+}
 
 double bert_trainer_lr(const bert_trainer *t)
 {
+    if (!t)
+        return 0;
     double s = (double)t->steps, w = (double)t->p.warmup_steps;
     double T = (double)t->p.total_steps;
     double f;
@@ -1154,6 +1160,9 @@ int bert_trainer_save(const bert_trainer *t, const char *dir, bert_error *err)
 int bert_trainer_save_state(const bert_trainer *t, const char *path,
                             bert_error *err)
 {
+    if (!t || !path)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_save_state: NULL argument");
     FILE *f = fopen(path, "wb");
     if (!f)
         return bert__err(err, BERT_EIO, "%s: %s", path, strerror(errno));
@@ -1170,6 +1179,9 @@ int bert_trainer_save_state(const bert_trainer *t, const char *path,
 
 int bert_trainer_load_state(bert_trainer *t, const char *path, bert_error *err)
 {
+    if (!t || !path)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_load_state: NULL argument");
     FILE *f = fopen(path, "rb");
     if (!f)
         return bert__err(err, BERT_EMISSING, "%s: %s", path, strerror(errno));
@@ -1178,6 +1190,13 @@ int bert_trainer_load_state(bert_trainer *t, const char *path, bert_error *err)
         fclose(f);
         return bert__err(err, BERT_EFORMAT, "%s: not a libbert trainer state",
                          path);
+    }
+    /* 2^40 steps would take millennia: a larger count is a damaged file */
+    if (hdr[2] > ((uint64_t)1 << 40) || hdr[3] > ((uint64_t)1 << 44)) {
+        fclose(f);
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: implausible step count %llu", path,
+                         (unsigned long long)hdr[2]);
     }
     if (hdr[1] != t->nparams) {
         fclose(f);

@@ -1,0 +1,216 @@
+/* test_api.c - contracts of the public API that the adversarial run of
+ * issue 15 found broken:
+ *  - every public function takes NULL where its siblings do (returns an
+ *    error, 0 or NULL; never crashes): bert_model_function,
+ *    bert_apply_function, the bert_trainer_* getters and state calls,
+ *    bert_tag_text / bert_tag_aggregate with ignore_labels NULL and
+ *    n_ignore 3;
+ *  - a regression model (problem_type "regression") scores with the raw
+ *    logits, as transformers' text-classification pipeline
+ *    (function_to_apply none): the bert-seq-uncased fixture with its
+ *    config.json marked regression must give scores equal to the logits
+ *    Hugging Face computed (expected.json), while num_labels > 1 without it
+ *    keeps softmax.
+ * Fixtures from $SHARED_DIR/fixtures (skipped, 77, without them). */
+#include <CUnit/CUnit.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libbert/bert.h"
+#include "libbert/bert_train.h"
+#include "tests/testutil.h"
+
+static char fix_seq[4096], fix_tok[4096], tmpdir[64];
+
+static int setup(void)
+{
+    const char *sh = getenv("SHARED_DIR");
+    snprintf(fix_seq, sizeof fix_seq, "%s/fixtures/bert-seq-uncased",
+             sh && *sh ? sh : "../shared");
+    snprintf(fix_tok, sizeof fix_tok, "%s/fixtures/bert-token-cased",
+             sh && *sh ? sh : "../shared");
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_api.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- NULL arguments (item 9) --------------------------------------------- */
+
+static void test_null_model_functions(void)
+{
+    float l[2] = {1, 2}, sc[2] = {-1, -1};
+    CU_ASSERT_EQUAL(bert_model_function(NULL), BERT_FUNC_NONE);
+    bert_apply_function(NULL, BERT_FUNC_DEFAULT, l, sc);
+    CU_ASSERT_EQUAL(sc[0], -1);
+    bert_model *m;
+    bert_error err;
+    if (bert_model_load(fix_seq, NULL, &m, &err) != BERT_OK) {
+        CU_FAIL("fixture");
+        return;
+    }
+    bert_apply_function(m, BERT_FUNC_SOFTMAX, NULL, sc);
+    bert_apply_function(m, BERT_FUNC_SOFTMAX, l, NULL);
+    CU_ASSERT_EQUAL(sc[0], -1);
+    bert_apply_function(m, BERT_FUNC_SOFTMAX, l, sc);
+    CU_ASSERT_DOUBLE_EQUAL(sc[0] + sc[1], 1.0, 1e-6);
+    CU_ASSERT_EQUAL(bert_model_function(m), BERT_FUNC_SOFTMAX);
+    bert_model_free(m);
+}
+
+static void test_null_trainer(void)
+{
+    bert_error err;
+    CU_ASSERT_EQUAL(bert_trainer_steps(NULL), 0);
+    CU_ASSERT_EQUAL(bert_trainer_num_params(NULL), 0);
+    CU_ASSERT_EQUAL(bert_trainer_lr(NULL), 0.0);
+    CU_ASSERT_PTR_NULL(bert_trainer_label(NULL, 0));
+    CU_ASSERT_PTR_NULL(bert_trainer_config(NULL));
+    CU_ASSERT_EQUAL(bert_trainer_save_state(NULL, "/tmp/x", &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_trainer_load_state(NULL, "/tmp/x", &err), BERT_EINVAL);
+    bert_trainer_free(NULL);
+}
+
+static void test_null_ignore_labels(void)
+{
+    bert_model *m;
+    bert_session *s;
+    bert_error err;
+    if (bert_model_load(fix_tok, NULL, &m, &err) != BERT_OK) {
+        CU_FAIL("fixture");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(bert_session_create(m, NULL, &s, &err), BERT_OK);
+    bert_tag_result *r = bert_tag_result_create();
+    bert_tag_params p = bert_tag_default_params();
+    p.ignore_labels = NULL;
+    p.n_ignore = 3;
+    const char t[] = "Angela Merkel visited Paris.";
+    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "ignore_labels"));
+    bert_tag_tokens in;
+    memset(&in, 0, sizeof in);
+    CU_ASSERT_EQUAL(bert_tag_aggregate(&in, &p, r, &err), BERT_EINVAL);
+    p.n_ignore = 0; /* NULL with 0: keep everything */
+    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_OK);
+    bert_tag_result_free(r);
+    bert_session_free(s);
+    bert_model_free(m);
+}
+
+/* ---- regression scores (the tools item) ----------------------------------- */
+
+/* tmpdir/NAME: the fixture's files linked, config.json with problem_type
+ * set to `problem` (NULL: removed). */
+static int copy_fixture(const char *name, const char *problem, char *out,
+                        size_t cap)
+{
+    static const char *const files[] = {"model.safetensors", "vocab.txt",
+                                        "tokenizer.json",
+                                        "tokenizer_config.json",
+                                        "special_tokens_map.json"};
+    char a[8300], b[8300];
+    snprintf(out, cap, "%s/%s", tmpdir, name);
+    if (mkdir(out, 0755))
+        return -1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(a, sizeof a, "%s/%s", fix_seq, files[i]);
+        snprintf(b, sizeof b, "%s/%s", out, files[i]);
+        if (access(a, F_OK) == 0 && symlink(a, b))
+            return -1;
+    }
+    snprintf(a, sizeof a, "%s/config.json", fix_seq);
+    snprintf(b, sizeof b, "%s/config.json", out);
+    json_t *c = json_load_file(a, 0, NULL);
+    if (!c)
+        return -1;
+    if (problem)
+        json_object_set_new(c, "problem_type", json_string(problem));
+    else
+        json_object_del(c, "problem_type");
+    int rc = json_dump_file(c, b, JSON_INDENT(1));
+    json_decref(c);
+    return rc;
+}
+
+static void test_regression_raw_scores(void)
+{
+    char dir[8300], path[8300];
+    CU_ASSERT_EQUAL_FATAL(copy_fixture("regression", "regression", dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/expected.json", fix_seq);
+    json_error_t je;
+    json_t *ex = json_load_file(path, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &je);
+    if (!ex)
+        fprintf(stderr, "%s: %s\n", path, je.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+    bert_model *m;
+    bert_session *s;
+    bert_error err;
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(dir, NULL, &m, &err), BERT_OK);
+    CU_ASSERT_EQUAL_FATAL(bert_session_create(m, NULL, &s, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_model_function(m), BERT_FUNC_NONE);
+    json_t *exs = json_object_get(ex, "examples");
+    size_t i, n = 0;
+    json_t *e;
+    double maxd = 0;
+    json_array_foreach(exs, i, e) {
+        json_t *jt = json_object_get(e, "text"), *jp = json_object_get(e, "text_pair");
+        const char *t = json_string_value(jt), *pr = json_string_value(jp);
+        size_t tl = json_string_length(jt), pl = pr ? json_string_length(jp) : 0;
+        json_t *lg = json_object_get(e, "logits");
+        if (!t || json_array_size(lg) != 2)
+            continue;
+        float sc[2];
+        int label;
+        int rc = bert_classify_text(s, t, tl, pr, pl, sc, 2, &label);
+        CU_ASSERT_EQUAL(rc, BERT_OK);
+        for (int k = 0; k < 2 && rc == BERT_OK; k++) {
+            double d = fabs(sc[k] - json_number_value(json_array_get(lg, k)));
+            if (d > maxd)
+                maxd = d;
+        }
+        n++;
+    }
+    printf("\n  regression: %zu examples, scores vs HF logits max diff %.3g\n",
+           n, maxd);
+    CU_ASSERT(n > 0);
+    CU_ASSERT(maxd < 1e-4);
+    bert_session_free(s);
+    bert_model_free(m);
+    json_decref(ex);
+    /* single_label_classification: softmax, as before */
+    CU_ASSERT_EQUAL_FATAL(copy_fixture("single", "single_label_classification", dir, sizeof dir), 0);
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(dir, NULL, &m, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_model_function(m), BERT_FUNC_SOFTMAX);
+    bert_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sh = getenv("SHARED_DIR");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/fixtures/bert-seq-uncased/expected.json",
+             sh && *sh ? sh : "../shared");
+    if (access(probe, R_OK) != 0) {
+        printf("SKIP: %s not found (set SHARED_DIR)\n", probe);
+        return 77;
+    }
+    static const tu_test tests[] = {
+        {"null_model_functions", test_null_model_functions},
+        {"null_trainer", test_null_trainer},
+        {"null_ignore_labels", test_null_ignore_labels},
+        {"regression_raw_scores", test_regression_raw_scores},
+    };
+    return tu_run_suite("api", setup, teardown, tests,
+                        sizeof tests / sizeof tests[0], argc, argv);
+}
