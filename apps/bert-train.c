@@ -421,8 +421,13 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
     memset(&e, 0, sizeof e);
     e.word_tag = malloc(nw * sizeof(int32_t));
     e.first_tok = malloc(nw * sizeof(int32_t));
-    if (!text || !start || !e.word_tag || !e.first_tok)
+    if (!text || !start || !e.word_tag || !e.first_tok) {
+        free(text);
+        free(start);
+        free(e.word_tag);
+        free(e.first_tok);
         return -2;
+    }
     size_t p = 0;
     for (size_t i = 0; i < nw; i++) {
         start[i] = p;
@@ -436,6 +441,8 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
                     line, tags[i]);
             free(text);
             free(start);
+            free(e.word_tag);
+            free(e.first_tok);
             return -1;
         }
         e.word_tag[i] = lab;
@@ -449,6 +456,10 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
         fprintf(stderr, "bert-train: %s:%ld: %s\n", path, line, eb);
         free(text);
         free(start);
+        free(e.word_tag);
+        free(e.first_tok);
+        free(e.ids);
+        free(e.types);
         return -1;
     }
     e.nwords = (int32_t)nw;
