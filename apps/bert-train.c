@@ -318,6 +318,21 @@ static int encode_pair(tk_t *k, const char *a, const char *b, example *e,
     return 0;
 }
 
+/* Frees the rows and the pending fields of c. */
+static void csvc_free(csvc *c)
+{
+    for (size_t r = 0; r < c->nrows; r++) {
+        for (size_t i = 0; i < c->rown[r]; i++)
+            free(c->rows[r][i]);
+        free(c->rows[r]);
+    }
+    free(c->rows);
+    free(c->rown);
+    for (size_t i = 0; i < c->n; i++)
+        free(c->f[i]);
+    free(c->f);
+}
+
 static int load_csv(const char *path, const opts_t *o, tk_t *k,
                     labels_t *labs, dataset *d)
 {
@@ -339,17 +354,20 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     free(buf);
     if (c.oom) {
         fprintf(stderr, "bert-train: %s: out of memory\n", path);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     if (bad) {
         fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
                 csv_strerror(why));
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     if (c.nrows < 1) {
         fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
                         "row %s,%s is needed)\n",
                 path, o->text_col, o->label_col);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     int ti = col_index(c.rows[0], c.rown[0], o->text_col);
@@ -358,6 +376,7 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     if (ti < 0 || li < 0 || (o->pair_col && pi < 0)) {
         fprintf(stderr, "bert-train: %s: header lacks column '%s'\n", path,
                 ti < 0 ? o->text_col : li < 0 ? o->label_col : o->pair_col);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     int rc = EXIT_OK;
@@ -393,16 +412,7 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
         if (ds_push(d, &e))
             rc = EXIT_BADINPUT;
     }
-    for (size_t r = 0; r < c.nrows; r++) {
-        for (size_t i = 0; i < c.rown[r]; i++)
-            free(c.rows[r][i]);
-        free(c.rows[r]);
-    }
-    free(c.rows);
-    free(c.rown);
-    for (size_t i = 0; i < c.n; i++)
-        free(c.f[i]);
-    free(c.f);
+    csvc_free(&c);
     return rc;
 }
 
