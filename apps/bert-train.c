@@ -319,6 +319,21 @@ static int encode_pair(tk_t *k, const char *a, const char *b, example *e,
     return 0;
 }
 
+/* Frees the rows and the pending fields of c. */
+static void csvc_free(csvc *c)
+{
+    for (size_t r = 0; r < c->nrows; r++) {
+        for (size_t i = 0; i < c->rown[r]; i++)
+            free(c->rows[r][i]);
+        free(c->rows[r]);
+    }
+    free(c->rows);
+    free(c->rown);
+    for (size_t i = 0; i < c->n; i++)
+        free(c->f[i]);
+    free(c->f);
+}
+
 static int load_csv(const char *path, const opts_t *o, tk_t *k,
                     labels_t *labs, dataset *d)
 {
@@ -340,17 +355,20 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     free(buf);
     if (c.oom) {
         fprintf(stderr, "bert-train: %s: out of memory\n", path);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     if (bad) {
         fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
                 csv_strerror(why));
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     if (c.nrows < 1) {
         fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
                         "row %s,%s is needed)\n",
                 path, o->text_col, o->label_col);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     int ti = col_index(c.rows[0], c.rown[0], o->text_col);
@@ -359,6 +377,7 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
     if (ti < 0 || li < 0 || (o->pair_col && pi < 0)) {
         fprintf(stderr, "bert-train: %s: header lacks column '%s'\n", path,
                 ti < 0 ? o->text_col : li < 0 ? o->label_col : o->pair_col);
+        csvc_free(&c);
         return EXIT_BADINPUT;
     }
     int rc = EXIT_OK;
@@ -394,16 +413,7 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
         if (ds_push(d, &e))
             rc = EXIT_BADINPUT;
     }
-    for (size_t r = 0; r < c.nrows; r++) {
-        for (size_t i = 0; i < c.rown[r]; i++)
-            free(c.rows[r][i]);
-        free(c.rows[r]);
-    }
-    free(c.rows);
-    free(c.rown);
-    for (size_t i = 0; i < c.n; i++)
-        free(c.f[i]);
-    free(c.f);
+    csvc_free(&c);
     return rc;
 }
 
@@ -422,8 +432,13 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
     memset(&e, 0, sizeof e);
     e.word_tag = malloc(nw * sizeof(int32_t));
     e.first_tok = malloc(nw * sizeof(int32_t));
-    if (!text || !start || !e.word_tag || !e.first_tok)
+    if (!text || !start || !e.word_tag || !e.first_tok) {
+        free(text);
+        free(start);
+        free(e.word_tag);
+        free(e.first_tok);
         return -2;
+    }
     size_t p = 0;
     for (size_t i = 0; i < nw; i++) {
         start[i] = p;
@@ -437,6 +452,8 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
                     line, tags[i]);
             free(text);
             free(start);
+            free(e.word_tag);
+            free(e.first_tok);
             return -1;
         }
         e.word_tag[i] = lab;
@@ -450,6 +467,10 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
         fprintf(stderr, "bert-train: %s:%ld: %s\n", path, line, eb);
         free(text);
         free(start);
+        free(e.word_tag);
+        free(e.first_tok);
+        free(e.ids);
+        free(e.types);
         return -1;
     }
     e.nwords = (int32_t)nw;
