@@ -10,7 +10,7 @@ show_logs() {
     find "$@" -name '*.trs' 2> /dev/null | sort | while read -r trs; do
         if grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
             echo "==== ${trs%.trs}.log"
-            tail -80 "${trs%.trs}.log"
+            tail -n 80 "${trs%.trs}.log"
         fi
     done
 }

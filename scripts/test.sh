@@ -30,7 +30,7 @@ pg_tests() {
         r=0
         top_srcdir=$top top_builddir=$top sh "$t" > "$t.log" 2>&1 || r=$?
         case $r in
-        0) tail -2 "$t.log" >&2 ;;
+        0) tail -n 2 "$t.log" >&2 ;;
         77) grep SKIP "$t.log" >&2 ;;
         *) cat "$t.log" >&2; echo "FAIL: $t" >&2; rc=1 ;;
         esac
@@ -54,7 +54,7 @@ stage "make check under ASan + UBSan" "$san" san_check
 # with it, so show its output tail instead
 distcheck() {
     make -j"$jobs" distcheck > distcheck.out 2>&1 && return 0
-    tail -60 distcheck.out
+    tail -n 60 distcheck.out
     for d in libbert-*/_build; do [ -d "$d" ] && show_logs "$d"; done
     return 1
 }
