@@ -11,22 +11,11 @@
 
 int app_kernels(const char *prog, bert_kernels *out)
 {
-    static const struct {
-        const char *name;
-        bert_kernels k;
-    } names[] = {{"auto", BERT_KERNELS_AUTO},
-                 {"avx512", BERT_KERNELS_AVX512},
-                 {"avx2", BERT_KERNELS_AVX2},
-                 {"blis", BERT_KERNELS_BLIS}};
     const char *v = getenv("BERT_KERNELS");
-    *out = BERT_KERNELS_AUTO;
-    if (!v || !*v)
+    int k = v && *v ? bert_kernels_from_name(v) : BERT_KERNELS_AUTO;
+    *out = k < 0 ? BERT_KERNELS_AUTO : (bert_kernels)k;
+    if (k >= 0)
         return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(v, names[i].name)) {
-            *out = names[i].k;
-            return 0;
-        }
     fprintf(stderr, "%s: BERT_KERNELS=%s: unknown kernels (auto, avx512, "
             "avx2 or blis)\n", prog, v);
     return -1;

@@ -257,44 +257,30 @@ static void pack_b(float *restrict dst, size_t ld_panel, const float *B,
                    ptrdiff_t rsb, ptrdiff_t csb, size_t kc, size_t nc,
                    int avx2)
 {
+    (void)avx2;
     for (size_t j0 = 0; j0 < nc; j0 += BERT_PANEL, dst += ld_panel) {
-        size_t w = nc - j0 < BERT_PANEL ? nc - j0 : BERT_PANEL;
+        size_t w = nc - j0 < BERT_PANEL ? nc - j0 : BERT_PANEL, j = 0;
 #if BERT_HAVE_X86_KERNELS
-        if (avx2 && rsb == 1) {
-            /* B^T row-major (weights, keys): 8 columns at a time through
-             * register transposes. */
-            size_t j = 0;
+        /* B^T row-major (weights, keys): 8 columns at a time through
+         * register transposes; the rest below. */
+        if (avx2 && rsb == 1)
             for (; j + 8 <= w; j += 8)
                 bert__transpose8(dst + j, BERT_PANEL,
                                  B + (ptrdiff_t)(j0 + j) * csb, csb, kc);
-            for (; j < w; j++) {
-                const float *s = B + (ptrdiff_t)(j0 + j) * csb;
-                for (size_t p = 0; p < kc; p++)
-                    dst[p * BERT_PANEL + j] = s[p];
-            }
-            for (j = w; j < BERT_PANEL; j++)
-                for (size_t p = 0; p < kc; p++)
-                    dst[p * BERT_PANEL + j] = 0.0f;
-            continue;
-        }
 #endif
-        (void)avx2;
-        if (csb == 1) {
+        if (j == 0 && csb == 1) {
             /* Row-major B: each panel row is a contiguous run. */
-            for (size_t p = 0; p < kc; p++) {
+            for (size_t p = 0; p < kc; p++)
                 memcpy(dst + p * BERT_PANEL, B + (ptrdiff_t)p * rsb + j0,
                        w * sizeof(float));
-                for (size_t j = w; j < BERT_PANEL; j++)
-                    dst[p * BERT_PANEL + j] = 0.0f;
-            }
-            continue;
+            j = w;
         }
-        for (size_t j = 0; j < w; j++) {
+        for (; j < w; j++) {
             const float *s = B + (ptrdiff_t)(j0 + j) * csb;
             for (size_t p = 0; p < kc; p++)
                 dst[p * BERT_PANEL + j] = s[(ptrdiff_t)p * rsb];
         }
-        for (size_t j = w; j < BERT_PANEL; j++)
+        for (j = w; j < BERT_PANEL; j++)
             for (size_t p = 0; p < kc; p++)
                 dst[p * BERT_PANEL + j] = 0.0f;
     }

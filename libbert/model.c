@@ -106,10 +106,10 @@ int bert_model_load(const char *dir, const bert_model_params *params,
         (m->cfg.pub.family == BERT_FAMILY_BERT ||
          (m->cfg.pub.family == BERT_FAMILY_ROBERTA &&
           m->cfg.pub.task == BERT_TASK_BASE));
-    if (p.kernels != BERT_KERNELS_AUTO &&
-        !bert__kernels_supported(p.kernels, path, sizeof path)) {
+    char why[160];
+    if (!bert__kernels_supported(p.kernels, why, sizeof why)) {
         rc = bert__err(err, BERT_EUNSUPPORTED, "%s: kernels \"%s\": %s", dir,
-                       bert__kernels_name(p.kernels), path);
+                       bert__kernels_name(p.kernels), why);
         goto fail;
     }
     if (bert__mats_build(m, p.kernels, p.n_threads < 1 ? 1 : p.n_threads,

@@ -100,19 +100,17 @@ int bert_session_create(const bert_model *m, const bert_session_params *params,
         return bert__err(err, BERT_EINVAL,
                          "bert_session_create: max_tokens %zu is absurd",
                          p.max_tokens);
+    char why[160];
+    if (!bert__kernels_supported(p.kernels, why, sizeof why))
+        return bert__err(err, BERT_EUNSUPPORTED,
+                         "bert_session_create: kernels \"%s\": %s",
+                         bert__kernels_name(p.kernels), why);
     bert_session *s = calloc(1, sizeof *s);
     if (!s)
         return bert__err(err, BERT_ENOMEM, "out of memory");
     s->m = m;
     s->n_threads = p.n_threads;
-    char why[160] = "";
-    s->gemm = bert__gemm_ctx_create(p.n_threads, p.kernels, why, sizeof why);
-    if (!s->gemm && strcmp(why, "out of memory") != 0) {
-        bert_session_free(s);
-        return bert__err(err, BERT_EUNSUPPORTED,
-                         "bert_session_create: kernels \"%s\": %s",
-                         bert__kernels_name(p.kernels), why);
-    }
+    s->gemm = bert__gemm_ctx_create(p.n_threads, p.kernels, NULL, 0);
     size_t maxn = m->max_len < p.max_tokens ? m->max_len : p.max_tokens;
     if (!s->gemm || bert__session_reserve(s, p.max_tokens, maxn) != BERT_OK) {
         bert_session_free(s);
@@ -169,6 +167,11 @@ bert_kernels bert_kernels_best(void)
 int bert_kernels_supported(bert_kernels k)
 {
     return bert__kernels_supported(k, NULL, 0);
+}
+
+int bert_kernels_from_name(const char *name)
+{
+    return bert__kernels_parse(name);
 }
 
 int bert_session_run(bert_session *s, const bert_input *in, size_t batch,

@@ -143,6 +143,21 @@ static int copy_fixture(const char *name, const char *problem, char *out,
     return rc;
 }
 
+/* Kernel tiers by name, and what AUTO resolves to can always run. */
+static void test_kernels_names(void)
+{
+    CU_ASSERT_EQUAL(bert_kernels_from_name("auto"), BERT_KERNELS_AUTO);
+    CU_ASSERT_EQUAL(bert_kernels_from_name("avx512"), BERT_KERNELS_AVX512);
+    CU_ASSERT_EQUAL(bert_kernels_from_name("avx2"), BERT_KERNELS_AVX2);
+    CU_ASSERT_EQUAL(bert_kernels_from_name("blis"), BERT_KERNELS_BLIS);
+    CU_ASSERT_EQUAL(bert_kernels_from_name("AVX2"), -1);
+    CU_ASSERT_EQUAL(bert_kernels_from_name(""), -1);
+    CU_ASSERT_EQUAL(bert_kernels_from_name(NULL), -1);
+    CU_ASSERT(bert_kernels_supported(bert_kernels_best()));
+    CU_ASSERT(bert_kernels_supported(BERT_KERNELS_BLIS));
+    CU_ASSERT_FALSE(bert_kernels_supported((bert_kernels)42));
+}
+
 static void test_regression_raw_scores(void)
 {
     char dir[8300], path[8300];
@@ -210,6 +225,7 @@ int main(int argc, char **argv)
         {"null_trainer", test_null_trainer},
         {"null_ignore_labels", test_null_ignore_labels},
         {"regression_raw_scores", test_regression_raw_scores},
+        {"kernels_names", test_kernels_names},
     };
     return tu_run_suite("api", setup, teardown, tests,
                         sizeof tests / sizeof tests[0], argc, argv);

@@ -223,6 +223,9 @@ BERT_API const char *bert_session_kernels(const bert_session *s, int *packed);
  * can run tier k (1/0). */
 BERT_API bert_kernels bert_kernels_best(void);
 BERT_API int bert_kernels_supported(bert_kernels k);
+/* The tier named "auto", "avx512", "avx2" or "blis"; -1 for any other
+ * string (or NULL). */
+BERT_API int bert_kernels_from_name(const char *name);
 
 /* ---- forward pass ------------------------------------------------------ */
 
