@@ -243,12 +243,13 @@ int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
                 cache_key(st_path, nm, cache_offsets(mm, nm, off), &h) == 0 &&
                 cache_path(cache_dir, &h, path, sizeof path) == 0;
     if (cache && cache_map(mm, path, &h, off, nm) == 0) {
-        for (size_t i = 0; i < nm; i++)
-            if (mat_at(mm, i)->w) {
-                mm->packed_bytes += bert__wmat_packed_bytes(mat_at(mm, i));
-                release(m, mat_at(mm, i)->w,
-                        mat_at(mm, i)->n * mat_at(mm, i)->k * sizeof(float));
-            }
+        for (size_t i = 0; i < nm; i++) {
+            bert_wmat *x = mat_at(mm, i);
+            if (!x->w)
+                continue;
+            mm->packed_bytes += bert__wmat_packed_bytes(x);
+            release(m, x->w, x->n * x->k * sizeof(float));
+        }
         mm->packed = 1;
         free(off);
         return BERT_OK;
