@@ -35,7 +35,7 @@ typedef struct {
     int task; /* bert_train_task */
     double epochs;
     long batch, accum, max_len, threads, log_every, dev_max, stop_epochs;
-    double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr;
+    double lr, warmup, wd, clip, mlm_prob, max_minutes, emb_lr, save_every;
     unsigned long long seed;
     int resume, save_state, all_subtokens, no_dropout, lowercase, quiet, sinpos;
 } opts_t;
@@ -96,6 +96,8 @@ static void usage(FILE *f)
 "  --save-state           after every epoch, also write the resume state\n"
 "                         (weights and AdamW moments, about 3x the model:\n"
 "                         trainer_state.bin, trainer_progress.txt) into --out\n"
+"  --save-every MIN       with --save-state, also write the resume state every\n"
+"                         MIN minutes inside an epoch (long pre-training runs)\n"
 "  --resume               continue from the state --save-state wrote in --out\n"
 "                         (and keep saving it)\n"
 "  -q, --quiet            no progress output\n"
@@ -1265,10 +1267,13 @@ static int save_model(bert_trainer *t, const char *vocab_dir, const char *out,
 }
 
 /* Writes the resume state (trainer_state.bin, trainer_progress.txt) into
- * out, each file whole or not at all.  Returns 0, or -1 after printing the
+ * out, each file whole or not at all.  The progress file holds the epochs
+ * done, the best dev score and how many examples of the next epoch were
+ * already trained on (its order is a function of the seed and the epoch,
+ * so a resumed run continues with the same batches).  Returns 0, or -1 after printing the
  * reason. */
 static int save_resume_state(bert_trainer *t, const char *out, size_t epoch,
-                             double best)
+                             size_t offset, double best)
 {
     char path[4096], tmp[4096];
     bert_error err;
@@ -1292,7 +1297,7 @@ static int save_resume_state(bert_trainer *t, const char *out, size_t epoch,
     }
     snprintf(path, sizeof path, "%s/trainer_progress.txt", out);
     if (!(f = app_create(path, tmp)) ||
-        fprintf(f, "%zu %.17g\n", epoch, best) < 0 ||
+        fprintf(f, "%zu %.17g %zu\n", epoch, best, offset) < 0 ||
         app_commit(f, tmp, path)) {
         fprintf(stderr, "bert-train: cannot write %s: %s\n", path,
                 strerror(errno));
@@ -1501,7 +1506,7 @@ int main(int argc, char **argv)
     enum { O_INIT = 256, O_CONFIG, O_VOCAB, O_TASK, O_TRAIN, O_DEV, O_OUT,
            O_FORMAT, O_TEXTC, O_PAIRC, O_LABC, O_LABELS, O_ALLSUB, O_LOWER,
            O_CASED, O_EPOCHS, O_BS, O_ACCUM, O_LR, O_WARM, O_WD, O_CLIP,
-           O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_DEVMAX,
+           O_MAXLEN, O_MLMP, O_NODROP, O_SEED, O_THREADS, O_MAXMIN, O_SAVEEVERY, O_DEVMAX,
            O_LOGEVERY, O_RESUME, O_HELP, O_VERSION, O_EMBLR, O_SINPOS, O_STOPEP,
            O_SAVESTATE };
     static const struct option lo[] = {
@@ -1517,7 +1522,7 @@ int main(int argc, char **argv)
         {"weight-decay", 1, 0, O_WD}, {"max-grad-norm", 1, 0, O_CLIP},
         {"max-length", 1, 0, O_MAXLEN}, {"mlm-probability", 1, 0, O_MLMP},
         {"no-dropout", 0, 0, O_NODROP}, {"seed", 1, 0, O_SEED},
-        {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN},
+        {"threads", 1, 0, O_THREADS}, {"max-minutes", 1, 0, O_MAXMIN}, {"save-every", 1, 0, O_SAVEEVERY},
         {"dev-max", 1, 0, O_DEVMAX}, {"log-every", 1, 0, O_LOGEVERY},
         {"resume", 0, 0, O_RESUME}, {"save-state", 0, 0, O_SAVESTATE}, {"embedding-lr-scale", 1, 0, O_EMBLR},
         {"sinusoidal-positions", 0, 0, O_SINPOS},
@@ -1570,6 +1575,7 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case O_MAXMIN: o.max_minutes = v; break;
+        case O_SAVEEVERY: o.save_every = v; break;
         case O_DEVMAX: o.dev_max = (long)v; break;
         case O_LOGEVERY: o.log_every = (long)v; break;
         case O_RESUME: o.resume = o.save_state = 1; break;
@@ -1876,7 +1882,7 @@ int main(int argc, char **argv)
     }
     char path[4096];
     double best = -INFINITY;
-    size_t start_epoch = 0;
+    size_t start_epoch = 0, start_offset = 0;
     if (o.resume) {
         snprintf(path, sizeof path, "%s/trainer_state.bin", o.out);
         if (bert_trainer_load_state(t, path, &err)) {
@@ -1889,10 +1895,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "bert-train: --resume: cannot read %s\n", path);
             exit(EXIT_BADINPUT);
         }
+        if (fscanf(f, "%zu", &start_offset) != 1) /* written before --save-every */
+            start_offset = 0;
         fclose(f);
         if (!o.quiet)
-            fprintf(stderr, "bert-train: resuming after epoch %zu, step %zu\n",
-                    start_epoch, bert_trainer_steps(t));
+            fprintf(stderr, "bert-train: resuming after epoch %zu (+%zu "
+                            "examples), step %zu\n",
+                    start_epoch, start_offset, bert_trainer_steps(t));
     }
     if (!o.quiet)
         fprintf(stderr, "bert-train: %zu parameters, %zu steps of %zu "
@@ -1908,6 +1917,7 @@ int main(int argc, char **argv)
         n_epochs = (size_t)o.stop_epochs;
     int stop = 0;
     size_t seen_total = 0;
+    double last_save = now();
     for (size_t ep = start_epoch; ep < n_epochs && !stop; ep++) {
         uint64_t eseed = mix(o.seed ^ mix(ep + 1));
         epoch_order(&tr, (size_t)o.batch, eseed, ord);
@@ -1917,7 +1927,11 @@ int main(int argc, char **argv)
         double eloss = 0, ema = 0;
         size_t en = 0, seen = 0;
         double te = now();
-        for (size_t s = 0; s < todo && !stop;) {
+        size_t s0 = ep == start_epoch ? start_offset : 0;
+        if (s0 > todo)
+            s0 = todo;
+        size_t s;
+        for (s = s0; s < todo && !stop;) {
             for (long a = 0; a < o.accum && s < todo; a++) {
                 size_t nb = todo - s < (size_t)o.batch ? todo - s : (size_t)o.batch;
                 bert_train_batch b;
@@ -1961,6 +1975,12 @@ int main(int argc, char **argv)
                                 "%.0f ex/s elapsed %.0f s\n",
                         step, ep + 1, ema, bert_trainer_lr(t), gn, rate,
                         now() - tstart);
+            if (o.save_state && o.save_every > 0 && s < todo &&
+                now() - last_save > o.save_every * 60) {
+                if (save_resume_state(t, o.out, ep, s, best))
+                    exit(EXIT_BADINPUT);
+                last_save = now();
+            }
             if (o.max_minutes > 0 && now() - tstart > o.max_minutes * 60) {
                 stop = 1;
                 if (!o.quiet)
@@ -1990,7 +2010,9 @@ int main(int argc, char **argv)
             if (save_model(t, vocab_dir, o.out, o.lowercase))
                 exit(EXIT_BADINPUT);
         }
-        if (o.save_state && save_resume_state(t, o.out, ep + 1, best))
+        /* A run cut by --max-minutes resumes inside the epoch it left. */
+        if (o.save_state && (s < todo ? save_resume_state(t, o.out, ep, s, best)
+                                      : save_resume_state(t, o.out, ep + 1, 0, best)))
             exit(EXIT_BADINPUT);
     }
     /* Without a dev set the "best" epoch is the one of lowest train loss
