@@ -255,7 +255,7 @@ static double layer_gflops(size_t T, size_t H, size_t I, int threads,
     double flops = 0, tsum = 0;
     for (int s = 0; s < 6; s++) {
         size_t out = shp[s][0], in = shp[s][1];
-        bert_wmat wm = {W, NULL, out, in};
+        bert_wmat wm = {W, NULL, out, in, BERT_PRECISION_FP32};
         if (tier != BERT_KERNELS_BLIS && bert__wmat_pack(&wm, threads) != 0)
             break;
         double t[7];

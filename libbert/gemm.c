@@ -36,6 +36,7 @@
 
 #include "libbert/cpu.h"
 #include "libbert/gemm_kernels.h"
+#include "libbert/gemm_lowp.h"
 
 /* Cache blocking shared by both x86 tiers: a KC x 48 micro-panel of B
  * (36 KB) stays in L1 while the A panels of an MC x KC block (108 KB)
@@ -63,6 +64,7 @@ struct bert_gemm_ctx {
     bert_kernels tier;
     tier_info ti;
     int n_threads;
+    unsigned lowp; /* bit p: this tier runs bert_precision p here */
     rntm_t rntm;   /* BLIS tier */
     float *bufs;   /* n_threads x (A block + B block), 64-byte aligned */
     char name[40];
@@ -161,6 +163,9 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
     else if (k == BERT_KERNELS_AVX2)
         g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR};
 #endif
+    for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
+        if (bert__precision_supported((bert_precision)p, k, NULL, 0))
+            g->lowp |= 1u << p;
     if (k == BERT_KERNELS_BLIS)
         snprintf(g->name, sizeof g->name, "blis-%s",
                  bli_arch_string(bli_arch_query_id()));
@@ -288,6 +293,8 @@ static void pack_b(float *restrict dst, size_t ld_panel, const float *B,
 
 int bert__wmat_pack(bert_wmat *W, int n_threads)
 {
+    if (W->prec != BERT_PRECISION_FP32)
+        return bert__lp_pack(W, n_threads);
     size_t np = (W->n + BERT_PANEL - 1) / BERT_PANEL;
     size_t per = W->k * BERT_PANEL;
     float *p = NULL;
@@ -322,19 +329,21 @@ int bert__wmat_pack(bert_wmat *W, int n_threads)
     return BERT_OK;
 }
 
-size_t bert__wmat_size(size_t n, size_t k)
+size_t bert__wmat_size(size_t n, size_t k, bert_precision p)
 {
+    if (p != BERT_PRECISION_FP32)
+        return bert__lp_size(n, k, p);
     return (n + BERT_PANEL - 1) / BERT_PANEL * k * BERT_PANEL * sizeof(float);
 }
 
-unsigned bert__wmat_layout(void)
+unsigned bert__wmat_layout(bert_precision p)
 {
-    return (unsigned)KC << 8 | BERT_PANEL;
+    return (unsigned)p << 24 | (unsigned)KC << 8 | BERT_PANEL;
 }
 
 size_t bert__wmat_packed_bytes(const bert_wmat *W)
 {
-    return W->panels ? bert__wmat_size(W->n, W->k) : 0;
+    return W->panels ? bert__wmat_size(W->n, W->k, W->prec) : 0;
 }
 
 void bert__wmat_free(bert_wmat *W)
@@ -384,6 +393,8 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
  * a multiple of BERT_PANEL. */
 typedef struct job {
     const tier_info *t;
+    bert_kernels tier;
+    const bert_wmat *lw; /* int8 / bf16 weights (gemm_lowp.c), or NULL */
     size_t k, n;
     float alpha, beta;
     const float *A;
@@ -416,6 +427,21 @@ static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
         return;
     }
     float *abuf = buf, *bbuf = buf + ABUF_FLOATS;
+    if (jb->lw) {
+        if (bert__lp_part(jb->tier, A, (size_t)jb->rsa, jb->lw, acc0, C,
+                          (size_t)jb->rsc, 0, m, j0, j1, buf,
+                          slot_floats() * sizeof(float)) == 0)
+            return;
+        /* k too deep for the scratch: float32 from the originals. */
+        job f = *jb;
+        f.lw = NULL;
+        f.B = jb->lw->w;
+        f.rsb = 1;
+        f.csb = (ptrdiff_t)jb->lw->k;
+        f.beta = acc0 ? 1.0f : 0.0f;
+        run_part(&f, i0, i1, j0, j1, buf);
+        return;
+    }
     if (jb->panels) {
         size_t np = (jb->n + BERT_PANEL - 1) / BERT_PANEL;
         for (size_t pc = 0; pc < k; pc += KC) {
@@ -547,8 +573,8 @@ static void sgemm_any(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
                   beta, C, rsc, csc);
         return;
     }
-    job jb = {&g->ti, k, n, alpha, beta, A, rsa, csa, B, rsb, csb, NULL,
-              C, rsc, csc};
+    job jb = {&g->ti, g->tier, NULL, k, n, alpha, beta, A, rsa, csa, B, rsb,
+              csb, NULL, C, rsc, csc};
     run(g, slot, m, n, &jb);
 }
 
@@ -581,7 +607,16 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
         return;
     }
-    job jb = {&g->ti, W->k, W->n, 1.0f, beta, X, (ptrdiff_t)ldx, 1, NULL, 0,
-              0, W->panels, Y, (ptrdiff_t)ldy, 1};
+    int lowp = W->prec != BERT_PRECISION_FP32;
+    if (lowp && !(g->lowp & 1u << W->prec)) {
+        /* Sessions refuse such a pairing; from elsewhere, stay correct
+         * with float32 from the originals. */
+        sgemm_any(g, slot, m, W->n, W->k, 1.0f, X, (ptrdiff_t)ldx, 1, W->w, 1,
+                  (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
+        return;
+    }
+    job jb = {&g->ti, g->tier, lowp ? W : NULL, W->k, W->n, 1.0f, beta, X,
+              (ptrdiff_t)ldx, 1, NULL, 0, 0, lowp ? NULL : W->panels, Y,
+              (ptrdiff_t)ldy, 1};
     run(g, slot, m, W->n, &jb);
 }

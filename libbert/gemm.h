@@ -27,14 +27,23 @@ typedef struct bert_gemm_ctx bert_gemm_ctx;
 
 /* A weight matrix W (n,k) in PyTorch's Linear layout, used as the B = W^T
  * operand of y = x W^T.  `panels`, when not NULL, holds W^T packed once for
- * libbert's kernels, 64-byte aligned: k is cut into blocks of KC rows
- * (192), and block b holds, for each 48-column panel j, its kc x 48 floats
- * row by row (columns past n are zero), at panels + b*KC*np*48 + j*kc*48
- * with np = ceil(n/48): the order in which the loops read them. */
+ * libbert's kernels, 64-byte aligned, in the layout of W's precision:
+ *  - FP32: k is cut into blocks of KC rows (192), and block b holds, for
+ *    each 48-column panel j, its kc x 48 floats row by row (columns past n
+ *    are zero), at panels + b*KC*np*48 + j*kc*48 with np = ceil(n/48): the
+ *    order in which the loops read them;
+ *  - INT8 and BF16 ("dot panels", gemm_lowp.c): k is cut into groups of G
+ *    values (4 int8, 2 bf16: the 32 bits one lane of vpdpbusd / vdpbf16ps
+ *    multiplies), and panel j holds its ceil(k/G) groups one after the
+ *    other, each 48 columns x 32 bits; no k blocks (int8 sums stay in
+ *    int32 across the whole k).  INT8 panels are followed by each output
+ *    channel's scale (float) and sum of its int8 weights (int32), np*48 of
+ *    each.  The same panels serve the avx512 and avx2 tiers. */
 typedef struct bert_wmat {
     const float *w;
-    float *panels;
+    void *panels;
     size_t n, k;
+    bert_precision prec;   /* of the panels; FP32 when there are none */
 } bert_wmat;
 
 /* The tier AUTO resolves to on this CPU, from its features alone:
@@ -90,13 +99,27 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   size_t ldx, const bert_wmat *W, float beta, float *Y,
                   size_t ldy);
 
-/* Packs W->w into W->panels (allocated here) on n_threads threads.
- * BERT_OK or BERT_ENOMEM. */
+/* Packs W->w into W->panels (allocated here) in W->prec's layout on
+ * n_threads threads (INT8: symmetric per output channel, scale max|w|/127;
+ * BF16: rounded to nearest even).  BERT_OK or BERT_ENOMEM. */
 int bert__wmat_pack(bert_wmat *W, int n_threads);
-/* Bytes of the packed form of an (n,k) matrix, and a number that changes
- * whenever the packed layout does (for files that store panels). */
-size_t bert__wmat_size(size_t n, size_t k);
-unsigned bert__wmat_layout(void);
+/* Bytes of the packed form of an (n,k) matrix in precision p, and a number
+ * that changes whenever that layout does (for files that store panels). */
+size_t bert__wmat_size(size_t n, size_t k, bert_precision p);
+unsigned bert__wmat_layout(bert_precision p);
+
+/* 1 when tier k (AUTO: the tier bert__precision_tier picks) runs products
+ * in precision p on this CPU; otherwise 0 and the missing feature in why.
+ * FP32: every tier; INT8: avx512 with AVX512-VNNI, avx2 with AVX-VNNI;
+ * BF16: avx512 with AVX512-BF16. */
+int bert__precision_supported(bert_precision p, bert_kernels k, char *why,
+                              size_t n);
+/* The tier AUTO means for precision p: the best tier that runs it (FP32:
+ * bert__kernels_best()); BERT_KERNELS_AUTO when none does. */
+bert_kernels bert__precision_tier(bert_precision p);
+/* "fp32", "bf16", "int8"; parse: -1 if unknown. */
+const char *bert__precision_name(bert_precision p);
+int bert__precision_parse(const char *s);
 /* Bytes of W's panels (0 when not packed). */
 size_t bert__wmat_packed_bytes(const bert_wmat *W);
 void bert__wmat_free(bert_wmat *W);

@@ -56,3 +56,52 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
     ROWS(STORE)
 }
 #endif
+
+#if BERT_HAVE_X86_KERNELS
+/* ---- int8 with AVX-VNNI (VEX vpdpbusd on ymm): 6 x 16 ------------------- */
+
+#define V_DECL(i) __m256i d##i##0 = _mm256_setzero_si256(), d##i##1 = d##i##0;
+#define V_STEP(i)                                                             \
+    {                                                                         \
+        __m256i ai = _mm256_set1_epi32((int)a[i]);                            \
+        d##i##0 = _mm256_dpbusd_avx_epi32(d##i##0, ai, b0);                   \
+        d##i##1 = _mm256_dpbusd_avx_epi32(d##i##1, ai, b1);                   \
+    }
+#define V_OUT1(i, q)                                                          \
+    {                                                                         \
+        __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(                       \
+            d##i##q, _mm256_mullo_epi32(vz, sum##q)));                        \
+        __m256 sc = _mm256_mul_ps(vs, scl##q);                                \
+        float *cq = c + (i) * ldc + 8 * (q);                                  \
+        _mm256_storeu_ps(cq, accumulate                                       \
+                                 ? _mm256_fmadd_ps(f, sc, _mm256_loadu_ps(cq)) \
+                                 : _mm256_mul_ps(f, sc));                     \
+    }
+#define V_OUT(i)                                                              \
+    {                                                                         \
+        __m256i vz = _mm256_set1_epi32(rz[i]);                                \
+        __m256 vs = _mm256_set1_ps(rs[i]);                                    \
+        V_OUT1(i, 0) V_OUT1(i, 1)                                             \
+    }
+#define V_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+__attribute__((target("avx2,fma,avxvnni")))
+void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
+                       float *c, size_t ldc, const float *rs,
+                       const int32_t *rz, const float *cs,
+                       const int32_t *csum, int accumulate)
+{
+    V_ROWS(V_DECL)
+    for (size_t g = 0; g < kg; g++) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b),
+                b1 = _mm256_loadu_si256((const __m256i *)(b + 8));
+        V_ROWS(V_STEP)
+        a += 6;
+        b += BERT_PANEL;
+    }
+    const __m256 scl0 = _mm256_loadu_ps(cs), scl1 = _mm256_loadu_ps(cs + 8);
+    const __m256i sum0 = _mm256_loadu_si256((const __m256i *)csum),
+                  sum1 = _mm256_loadu_si256((const __m256i *)(csum + 8));
+    V_ROWS(V_OUT)
+}
+#endif

@@ -116,3 +116,153 @@ void bert__transpose8(float *restrict dst, size_t ld, const float *src,
             dst[i] = r[i][p];
 }
 #endif
+
+#if BERT_HAVE_X86_KERNELS
+/* ---- reduced precision: int8 (AVX512-VNNI) and bf16 (AVX512-BF16) ------- */
+
+#define I8_DECL(i)                                                            \
+    __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0,              \
+            c##i##2 = c##i##0;
+#define I8_STEP(i)                                                            \
+    {                                                                         \
+        __m512i ai = _mm512_set1_epi32((int)a[i]);                            \
+        c##i##0 = _mm512_dpbusd_epi32(c##i##0, ai, b0);                       \
+        c##i##1 = _mm512_dpbusd_epi32(c##i##1, ai, b1);                       \
+        c##i##2 = _mm512_dpbusd_epi32(c##i##2, ai, b2);                       \
+    }
+/* rs[i] cs[j] (acc - rz[i] csum[j]), added to C or stored. */
+#define I8_OUT1(i, q)                                                         \
+    {                                                                         \
+        __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(                       \
+            c##i##q, _mm512_mullo_epi32(vz, sum##q)));                        \
+        __m512 sc = _mm512_mul_ps(vs, scl##q);                                \
+        float *cq = c + (i) * ldc + 16 * (q);                                 \
+        _mm512_storeu_ps(cq, accumulate                                       \
+                                 ? _mm512_fmadd_ps(f, sc, _mm512_loadu_ps(cq)) \
+                                 : _mm512_mul_ps(f, sc));                     \
+    }
+#define I8_OUT(i)                                                             \
+    {                                                                         \
+        __m512i vz = _mm512_set1_epi32(rz[i]);                                \
+        __m512 vs = _mm512_set1_ps(rs[i]);                                    \
+        I8_OUT1(i, 0) I8_OUT1(i, 1) I8_OUT1(i, 2)                             \
+    }
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni,fma")))
+void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
+                         float *c, size_t ldc, const float *rs,
+                         const int32_t *rz, const float *cs,
+                         const int32_t *csum, int accumulate)
+{
+    ROWS(I8_DECL)
+    /* As in the float kernel: the next panel follows this one; bring its
+     * rows into L2 while this one is used. */
+    const uint32_t *bn = b + kg * BERT_PANEL;
+    for (size_t g = 0; g < kg; g++) {
+        __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16),
+                b2 = _mm512_loadu_si512(b + 32);
+        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)bn, _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
+        bn += BERT_PANEL;
+        ROWS(I8_STEP)
+        a += MR;
+        b += BERT_PANEL;
+    }
+    const __m512 scl0 = _mm512_loadu_ps(cs), scl1 = _mm512_loadu_ps(cs + 16),
+                 scl2 = _mm512_loadu_ps(cs + 32);
+    const __m512i sum0 = _mm512_loadu_si512(csum),
+                  sum1 = _mm512_loadu_si512(csum + 16),
+                  sum2 = _mm512_loadu_si512(csum + 32);
+    ROWS(I8_OUT)
+}
+
+#define BF_STEP(i)                                                            \
+    {                                                                         \
+        __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);                 \
+        c##i##0 = _mm512_dpbf16_ps(c##i##0, ai, b0);                          \
+        c##i##1 = _mm512_dpbf16_ps(c##i##1, ai, b1);                          \
+        c##i##2 = _mm512_dpbf16_ps(c##i##2, ai, b2);                          \
+    }
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,fma")))
+void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
+                           float *c, size_t ldc, int accumulate)
+{
+    ROWS(DECL)
+    const uint32_t *bn = b + kg * BERT_PANEL;
+    for (size_t g = 0; g < kg; g++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b),
+                 b1 = (__m512bh)_mm512_loadu_si512(b + 16),
+                 b2 = (__m512bh)_mm512_loadu_si512(b + 32);
+        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)bn, _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
+        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
+        bn += BERT_PANEL;
+        ROWS(BF_STEP)
+        a += MR;
+        b += BERT_PANEL;
+    }
+    const __m512 va = _mm512_set1_ps(1.0f);
+    ROWS(STORE)
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+void bert__minmax_avx512(const float *x, size_t k, float *mn, float *mx)
+{
+    __m512 lo = _mm512_setzero_ps(), hi = lo;
+    size_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        __m512 v = _mm512_loadu_ps(x + p);
+        lo = _mm512_min_ps(lo, v);
+        hi = _mm512_max_ps(hi, v);
+    }
+    if (p < k) {
+        __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + p); /* zeros: 0 is in range */
+        lo = _mm512_min_ps(lo, v);
+        hi = _mm512_max_ps(hi, v);
+    }
+    *mn = _mm512_reduce_min_ps(lo);
+    *mx = _mm512_reduce_max_ps(hi);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+void bert__quant_row_avx512(uint8_t *q, const float *x, size_t k, float inv,
+                            int32_t z)
+{
+    const __m512 vi = _mm512_set1_ps(inv);
+    const __m512i vz = _mm512_set1_epi32(z), lo = _mm512_setzero_si512(),
+                  hi = _mm512_set1_epi32(255);
+    size_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + p), vi));
+        v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, vz), lo), hi);
+        _mm_storeu_si128((__m128i *)(q + p), _mm512_cvtepi32_epi8(v));
+    }
+    if (p < k) {
+        __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+        __m512i v = _mm512_cvtps_epi32(
+            _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + p), vi));
+        v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, vz), lo), hi);
+        _mm512_mask_cvtepi32_storeu_epi8(q + p, m, v);
+    }
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16")))
+void bert__bf16_row_avx512(uint16_t *h, const float *x, size_t k)
+{
+    size_t p = 0;
+    for (; p + 16 <= k; p += 16)
+        _mm256_storeu_si256((__m256i *)(h + p),
+                            (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + p)));
+    if (p < k) {
+        __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+        _mm256_mask_storeu_epi16(
+            h + p, m,
+            (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + p)));
+    }
+}
+#endif

@@ -26,6 +26,7 @@
 #define LIBBERT_GEMM_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Width of the packed B panels (weights), in floats. */
 #define BERT_PANEL 48
@@ -48,6 +49,39 @@ void bert__transpose8(float *restrict dst, size_t ld, const float *src,
 enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate);
+
+/* Reduced-precision micro-kernels over "dot panels" (gemm.h): k in kg
+ * groups of 32 bits; A packed as a[g*MR + i] (group g of row i), B as
+ * b[g*ldb + j] (group g of column j, ldb = BERT_PANEL).
+ *
+ * int8: A holds uint8 activations (row i quantized with scale rs[i] and
+ * zero point rz[i]), B int8 weights (column j: scale cs[j], sum of its
+ * weights csum[j]); C(i,j) := rs[i] cs[j] (acc(i,j) - rz[i] csum[j])
+ * (+ C(i,j) when accumulate), acc the exact int32 sum of u8 x s8 products
+ * (vpdpbusd: four products per lane, no saturation; the int32 sum cannot
+ * overflow below k = 66,000).
+ * bf16: A and B hold bfloat16 pairs; C := acc (+ C when accumulate), acc
+ * the float32 sum of vdpbf16ps. */
+void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
+                         float *c, size_t ldc, const float *rs,
+                         const int32_t *rz, const float *cs,
+                         const int32_t *csum, int accumulate);
+void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
+                           float *c, size_t ldc, int accumulate);
+/* 6 x 16 with AVX-VNNI (VEX vpdpbusd on ymm); b, cs and csum point at a
+ * 16-column third of a panel (ldb stays BERT_PANEL). */
+void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
+                       float *c, size_t ldc, const float *rs,
+                       const int32_t *rz, const float *cs,
+                       const int32_t *csum, int accumulate);
+/* Row quantization and conversion for the A side (need AVX-512 F/BW and,
+ * for bf16, AVX512-BF16; the generic C versions are in gemm_lowp.c):
+ * q[p] = clamp(round(x[p] / s) + z, 0, 255) for p < k; bf16 round to
+ * nearest even into h[p]. */
+void bert__quant_row_avx512(uint8_t *q, const float *x, size_t k, float inv,
+                            int32_t z);
+void bert__minmax_avx512(const float *x, size_t k, float *mn, float *mx);
+void bert__bf16_row_avx512(uint16_t *h, const float *x, size_t k);
 #else
 #define BERT_HAVE_X86_KERNELS 0
 #endif

@@ -112,7 +112,15 @@ int bert_model_load(const char *dir, const bert_model_params *params,
                        bert__kernels_name(p.kernels), why);
         goto fail;
     }
-    if (bert__mats_build(m, p.kernels, p.n_threads < 1 ? 1 : p.n_threads,
+    if (!bert__precision_supported(p.precision, p.kernels, why, sizeof why)) {
+        rc = bert__err(err, BERT_EUNSUPPORTED,
+                       "%s: precision \"%s\" with kernels \"%s\": %s", dir,
+                       bert__precision_name(p.precision),
+                       bert__kernels_name(p.kernels), why);
+        goto fail;
+    }
+    if (bert__mats_build(m, p.kernels, p.precision,
+                         p.n_threads < 1 ? 1 : p.n_threads,
                          p.pack_cache_dir, path) != BERT_OK) {
         rc = bert__err(err, BERT_ENOMEM,
                        "%s: out of memory packing the weights", dir);
@@ -191,6 +199,11 @@ const bert_tokenizer *bert_model_tokenizer(const bert_model *m)
 size_t bert_model_max_length(const bert_model *m)
 {
     return m ? m->max_len : 0;
+}
+
+bert_precision bert_model_precision(const bert_model *m)
+{
+    return m ? m->mats.prec : BERT_PRECISION_FP32;
 }
 
 size_t bert_model_packed_bytes(const bert_model *m, int *shared)

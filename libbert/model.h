@@ -68,6 +68,7 @@ typedef struct bert_mats {
     size_t n_layers;
     bert_wmat pool, cls;        /* .w NULL when the model has none */
     int packed;                 /* 1 when the panels exist */
+    bert_precision prec;        /* of the encoder's matrices */
     size_t packed_bytes;
     void *map;                  /* the panels' cache file mapping (shared
                                    between processes), or NULL when they
@@ -76,12 +77,15 @@ typedef struct bert_mats {
 } bert_mats;
 
 /* Fills m->mats from m->w; with kernels other than BLIS (and a CPU that has
- * libbert's kernels), packs every matrix on n_threads threads and releases
+ * libbert's kernels), packs every matrix on n_threads threads (the
+ * encoder's in prec, which kernels must run; AUTO: the best tier for prec;
+ * pooler and classifier in FP32) and releases
  * the pages of the mapped originals (madvise), so one copy stays resident.
  * With cache_dir, the panels come from (or are saved to) a file there that
  * every process loading the same st_path shares (packed.c).  BERT_OK or
  * BERT_ENOMEM. */
-int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
+int bert__mats_build(bert_model *m, bert_kernels kernels,
+                     bert_precision prec, int n_threads,
                      const char *cache_dir, const char *st_path);
 void bert__mats_free(bert_mats *mm);
 

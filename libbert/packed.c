@@ -32,10 +32,12 @@
 
 #include "libbert/model.h"
 
-static void wmat(bert_wmat *m, const float *w, size_t n, size_t k)
+static void wmat(bert_wmat *m, const float *w, size_t n, size_t k,
+                 bert_precision prec)
 {
     m->w = w;
     m->panels = NULL;
+    m->prec = prec;
     m->n = w ? n : 0;
     m->k = w ? k : 0;
 }
@@ -88,20 +90,20 @@ static size_t cache_offsets(bert_mats *mm, size_t nm, size_t *off)
         bert_wmat *x = mat_at(mm, i);
         off[i] = total;
         if (x->w)
-            total += (bert__wmat_size(x->n, x->k) + 63) & ~(size_t)63;
+            total += (bert__wmat_size(x->n, x->k, x->prec) + 63) & ~(size_t)63;
     }
     return total;
 }
 
 static int cache_key(const char *st_path, size_t nm, size_t total,
-                     cache_header *h)
+                     bert_precision prec, cache_header *h)
 {
     struct stat st;
     if (stat(st_path, &st) != 0)
         return -1;
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CACHE_MAGIC, 8);
-    h->layout = bert__wmat_layout();
+    h->layout = bert__wmat_layout(prec);
     h->n_mats = nm;
     h->data_bytes = total;
     h->dev = (uint64_t)st.st_dev;
@@ -193,8 +195,8 @@ static int cache_write(bert_mats *mm, const char *dir, const char *path,
         if (!x->w)
             continue;
         ok = write_all(fd, zero, off[i] - at) == 0 &&
-             write_all(fd, x->panels, bert__wmat_size(x->n, x->k)) == 0;
-        at = off[i] + bert__wmat_size(x->n, x->k);
+             write_all(fd, x->panels, bert__wmat_size(x->n, x->k, x->prec)) == 0;
+        at = off[i] + bert__wmat_size(x->n, x->k, x->prec);
     }
     ok = ok && write_all(fd, zero, (size_t)h->data_bytes - at) == 0 &&
          fchmod(fd, 0644) == 0 && fsync(fd) == 0;
@@ -208,7 +210,8 @@ static int cache_write(bert_mats *mm, const char *dir, const char *path,
 
 /* ---- building ------------------------------------------------------------- */
 
-int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
+int bert__mats_build(bert_model *m, bert_kernels kernels,
+                     bert_precision prec, int n_threads,
                      const char *cache_dir, const char *st_path)
 {
     const bert_config *c = &m->cfg.pub;
@@ -221,18 +224,21 @@ int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
     for (size_t l = 0; l < L; l++) {
         const bert_layer_w *w = &m->w.layers[l];
         bert_layer_mats *y = &mm->layers[l];
-        wmat(&y->q, w->q_w, H, H);
-        wmat(&y->k, w->k_w, H, H);
-        wmat(&y->v, w->v_w, H, H);
-        wmat(&y->o, w->o_w, H, H);
-        wmat(&y->f1, w->f1_w, I, H);
-        wmat(&y->f2, w->f2_w, H, I);
+        wmat(&y->q, w->q_w, H, H, prec);
+        wmat(&y->k, w->k_w, H, H, prec);
+        wmat(&y->v, w->v_w, H, H, prec);
+        wmat(&y->o, w->o_w, H, H, prec);
+        wmat(&y->f1, w->f1_w, I, H, prec);
+        wmat(&y->f2, w->f2_w, H, I, prec);
     }
-    wmat(&mm->pool, m->w.pool_w, H, H);
-    wmat(&mm->cls, m->w.cls_w, c->num_labels, H);
+    /* The pooler and classifier stay float32: a few outputs each, where
+     * rounding would move the results most for the least time saved. */
+    wmat(&mm->pool, m->w.pool_w, H, H, BERT_PRECISION_FP32);
+    wmat(&mm->cls, m->w.cls_w, c->num_labels, H, BERT_PRECISION_FP32);
+    mm->prec = prec;
 
     if (kernels == BERT_KERNELS_AUTO)
-        kernels = bert__kernels_best();
+        kernels = bert__precision_tier(prec);
     if (kernels == BERT_KERNELS_BLIS || !bert__kernels_supported(kernels, NULL, 0))
         return BERT_OK;
     size_t nm = 6 * L + 2;
@@ -240,7 +246,8 @@ int bert__mats_build(bert_model *m, bert_kernels kernels, int n_threads,
     cache_header h;
     char path[4300];
     int cache = cache_dir && st_path && (off = malloc(nm * sizeof *off)) &&
-                cache_key(st_path, nm, cache_offsets(mm, nm, off), &h) == 0 &&
+                cache_key(st_path, nm, cache_offsets(mm, nm, off), prec,
+                          &h) == 0 &&
                 cache_path(cache_dir, &h, path, sizeof path) == 0;
     if (cache && cache_map(mm, path, &h, off, nm) == 0) {
         for (size_t i = 0; i < nm; i++) {

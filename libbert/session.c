@@ -105,6 +105,17 @@ int bert_session_create(const bert_model *m, const bert_session_params *params,
         return bert__err(err, BERT_EUNSUPPORTED,
                          "bert_session_create: kernels \"%s\": %s",
                          bert__kernels_name(p.kernels), why);
+    /* A model packed in bf16 or int8 needs a tier that runs it (AUTO: the
+     * best such tier, as at load). */
+    bert_precision prec = m->mats.prec;
+    if (prec != BERT_PRECISION_FP32) {
+        if (!bert__precision_supported(prec, p.kernels, why, sizeof why))
+            return bert__err(err, BERT_EUNSUPPORTED,
+                             "bert_session_create: the model holds %s "
+                             "weights: %s", bert__precision_name(prec), why);
+        if (p.kernels == BERT_KERNELS_AUTO)
+            p.kernels = bert__precision_tier(prec);
+    }
     bert_session *s = calloc(1, sizeof *s);
     if (!s)
         return bert__err(err, BERT_ENOMEM, "out of memory");
@@ -172,6 +183,21 @@ int bert_kernels_supported(bert_kernels k)
 int bert_kernels_from_name(const char *name)
 {
     return bert__kernels_parse(name);
+}
+
+int bert_precision_supported(bert_precision p, bert_kernels k)
+{
+    return bert__precision_supported(p, k, NULL, 0);
+}
+
+const char *bert_precision_name(bert_precision p)
+{
+    return bert__precision_name(p);
+}
+
+int bert_precision_from_name(const char *name)
+{
+    return bert__precision_parse(name);
 }
 
 int bert_session_run(bert_session *s, const bert_input *in, size_t batch,

@@ -13,6 +13,7 @@
  * terms), 1e-5. */
 #include <CUnit/Basic.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,7 @@ static void test_packed_weights(void)
                 size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
                 float *X = rand_buf(m * k), *Wt = rand_buf(n * k);
                 float *Y = rand_buf(m * n), *Y0 = rand_buf(m * n);
-                bert_wmat W = {Wt, NULL, n, k};
+                bert_wmat W = {Wt, NULL, n, k, BERT_PRECISION_FP32};
                 CU_ASSERT_EQUAL_FATAL(bert__wmat_pack(&W, threads), BERT_OK);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(W.panels);
                 CU_ASSERT(bert__wmat_packed_bytes(&W) >= n * k * sizeof(float));
@@ -227,6 +228,200 @@ static void test_packed_weights(void)
             }
             bert__gemm_ctx_free(g);
         }
+}
+
+/* Worst |Y - (X W^T + beta Y0)| over the bound that quantizing both
+ * operands allows: per term |x| ew(j) + |w| ea(i) + ea(i) ew(j) (int8:
+ * ea = one activation step of row i, ew = half a weight step of column j)
+ * or rel |x||w| (bf16: 8 significant bits, unit roundoff 2^-8 per operand,
+ * so rel = 2^-7 + 2^-16), plus
+ * 1e-5 of the magnitude for float sums.  Above 1 means out of bounds;
+ * a wrong zero point, scale or lane order lands far above. */
+static double check_lowp(bert_precision p, size_t m, size_t n, size_t k,
+                         const float *X, const float *W, float beta,
+                         const float *Y0, const float *Y)
+{
+    double worst = 0;
+    for (size_t i = 0; i < m; i++) {
+        double mn = 0, mx = 0;
+        for (size_t q = 0; q < k; q++) {
+            mn = X[i * k + q] < mn ? X[i * k + q] : mn;
+            mx = X[i * k + q] > mx ? X[i * k + q] : mx;
+        }
+        double ea = (mx - mn) / 255.0 * 1.001;
+        for (size_t j = 0; j < n; j++) {
+            double wm = 0;
+            for (size_t q = 0; q < k; q++)
+                wm = fabs(W[j * k + q]) > wm ? fabs(W[j * k + q]) : wm;
+            double ew = wm / 127.0 * 0.501;
+            double s = 0, mag = 0, bound = 0;
+            for (size_t q = 0; q < k; q++) {
+                double x = X[i * k + q], w = W[j * k + q];
+                s += x * w;
+                mag += fabs(x * w);
+                bound += p == BERT_PRECISION_INT8
+                             ? fabs(x) * ew + fabs(w) * ea + ea * ew
+                             : fabs(x * w) * (1.0 / 128 + 1.0 / 65536);
+            }
+            double want = s + (beta != 0.0f ? (double)beta * Y0[i * n + j] : 0);
+            double e = fabs((double)Y[i * n + j] - want);
+            double r = e / (bound + 1e-5 * (mag + fabs(want)) + 1e-30);
+            if (!(r <= worst))
+                worst = r; /* NaN stays */
+        }
+    }
+    return worst;
+}
+
+/* bf16 by hand: round to nearest even (no denormals in these tests). */
+static double bf16_val(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The same product from the quantized operands, computed here from the
+ * documented scheme (gemm_lowp.c) in double: the kernels' arithmetic must
+ * match it to float rounding (1e-5 of the magnitude), so this catches an
+ * off-by-one zero point or a mis-ordered lane that the bound above lets
+ * through. */
+static double check_lowp_exact(bert_precision p, size_t m, size_t n,
+                               size_t k, const float *X, const float *W,
+                               float beta, const float *Y0, const float *Y)
+{
+    double worst = 0;
+    double *qa = malloc(k * sizeof *qa), *qw = malloc(n * k * sizeof *qw);
+    double *cs = malloc(n * sizeof *cs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(qa && qw && cs);
+    for (size_t j = 0; j < n; j++) {
+        float mx = 0.0f;
+        for (size_t q = 0; q < k; q++)
+            mx = fabsf(W[j * k + q]) > mx ? fabsf(W[j * k + q]) : mx;
+        float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+        cs[j] = mx / 127.0f;
+        for (size_t q = 0; q < k; q++)
+            qw[j * k + q] = p == BERT_PRECISION_INT8
+                                ? nearbyintf(W[j * k + q] * inv)
+                                : bf16_val(W[j * k + q]);
+    }
+    for (size_t i = 0; i < m; i++) {
+        float mn = 0.0f, mx = 0.0f;
+        for (size_t q = 0; q < k; q++) {
+            mn = X[i * k + q] < mn ? X[i * k + q] : mn;
+            mx = X[i * k + q] > mx ? X[i * k + q] : mx;
+        }
+        float sa = (mx - mn) / 255.0f, inv = 1.0f / sa;
+        float z = nearbyintf(-mn * inv);
+        for (size_t q = 0; q < k; q++) {
+            float v = nearbyintf(X[i * k + q] * inv) + z;
+            v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+            qa[q] = p == BERT_PRECISION_INT8 ? v - z : bf16_val(X[i * k + q]);
+        }
+        for (size_t j = 0; j < n; j++) {
+            double s = 0, mag = 0;
+            for (size_t q = 0; q < k; q++) {
+                s += qa[q] * qw[j * k + q];
+                mag += fabs(qa[q] * qw[j * k + q]);
+            }
+            double sc = p == BERT_PRECISION_INT8 ? (double)sa * cs[j] : 1.0;
+            double b0 = beta != 0.0f ? (double)beta * Y0[i * n + j] : 0;
+            double e = fabs((double)Y[i * n + j] - (s * sc + b0));
+            double r = e / (1e-5 * (mag * sc + fabs(b0)) + 1e-30);
+            if (!(r <= worst))
+                worst = r;
+        }
+    }
+    free(qa), free(qw), free(cs);
+    return worst;
+}
+
+/* Int8 and bf16 weights (gemm_lowp.c) on every tier that runs them here:
+ * edge tiles (m below and around the 6/8-row tiles, n around 16/48
+ * columns), k not a multiple of the 4- or 2-value groups, beta 0 over NaN
+ * and 1, 1 and 2 threads, on the threads and through a slot. */
+static void test_lowp_weights(void)
+{
+    static const size_t shapes[][3] = {/* m, n (out), k (in) */
+                                       {1, 2, 768},  {5, 33, 17},
+                                       {7, 49, 1},   {9, 16, 3},
+                                       {13, 64, 301}, {128, 96, 64},
+                                       {200, 65, 513}, {64, 48, 3072}};
+    static const bert_precision precs[] = {BERT_PRECISION_INT8,
+                                           BERT_PRECISION_BF16};
+    for (size_t pi = 0; pi < 2; pi++)
+        for (size_t ti = 0; ti < N_TIERS; ti++) {
+            bert_precision pr = precs[pi];
+            char why[160];
+            if (!bert__precision_supported(pr, tiers[ti], why, sizeof why)) {
+                printf("\n  %s on %s: skipped (%s)", bert__precision_name(pr),
+                       bert__kernels_name(tiers[ti]), why);
+                CU_ASSERT(strlen(why) > 0);
+                continue;
+            }
+            printf("\n  %s on %s: tested", bert__precision_name(pr),
+                   bert__kernels_name(tiers[ti]));
+            for (int threads = 1; threads <= 2; threads++) {
+                bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+                for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                    size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                    float *X = rand_buf(m * k), *Wt = rand_buf(n * k);
+                    float *Y = rand_buf(m * n), *Y0 = rand_buf(m * n);
+                    for (size_t q = 0; q < k; q++) /* skewed rows, as GELU's */
+                        X[q] = X[q] * 0.3f + 0.6f;
+                    bert_wmat W = {Wt, NULL, n, k, pr};
+                    CU_ASSERT_EQUAL_FATAL(bert__wmat_pack(&W, threads), BERT_OK);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(W.panels);
+                    CU_ASSERT(bert__wmat_packed_bytes(&W) ==
+                              bert__wmat_size(n, k, pr));
+                    for (int b = 0; b < 2; b++)
+                        for (int slot = -1; slot < 1; slot++) {
+                            float beta = (float)b;
+                            for (size_t i = 0; i < m * n; i++)
+                                Y[i] = b ? Y0[i] : NAN;
+                            bert__gemm_w(g, slot < 0 ? -1 : threads - 1, m, X,
+                                         k, &W, beta, Y, n);
+                            double d = check_lowp(pr, m, n, k, X, Wt, beta,
+                                                  Y0, Y);
+                            if (!(d <= 1.0))
+                                printf("\n  %s %s %d thr slot %d %zux%zux%zu "
+                                       "beta %g: %g of the bound",
+                                       bert__precision_name(pr),
+                                       bert__gemm_ctx_kernels(g), threads,
+                                       slot, m, n, k, beta, d);
+                            CU_ASSERT(d <= 1.0);
+                            d = check_lowp_exact(pr, m, n, k, X, Wt, beta, Y0,
+                                                 Y);
+                            if (!(d <= 1.0))
+                                printf("\n  %s %s %d thr %zux%zux%zu: %g of "
+                                       "float rounding from the scheme",
+                                       bert__precision_name(pr),
+                                       bert__gemm_ctx_kernels(g), threads, m,
+                                       n, k, d);
+                            CU_ASSERT(d <= 1.0);
+                        }
+                    bert__wmat_free(&W);
+                    free(X), free(Wt), free(Y), free(Y0);
+                }
+                bert__gemm_ctx_free(g);
+            }
+        }
+    /* names and refusals */
+    CU_ASSERT_EQUAL(bert__precision_parse("int8"), BERT_PRECISION_INT8);
+    CU_ASSERT_EQUAL(bert__precision_parse("bf16"), BERT_PRECISION_BF16);
+    CU_ASSERT_EQUAL(bert__precision_parse("fp32"), BERT_PRECISION_FP32);
+    CU_ASSERT_EQUAL(bert__precision_parse("fp16"), -1);
+    char why[160] = "";
+    CU_ASSERT_FALSE(bert__precision_supported(BERT_PRECISION_INT8,
+                                              BERT_KERNELS_BLIS, why,
+                                              sizeof why));
+    CU_ASSERT(strstr(why, "fp32 only") != NULL);
+    CU_ASSERT(bert__precision_supported(BERT_PRECISION_FP32,
+                                        BERT_KERNELS_BLIS, NULL, 0));
 }
 
 /* Tier names, parsing and what AUTO resolves to. */
@@ -264,6 +459,7 @@ int main(void)
     CU_add_test(su, "sgemm layouts, shapes, alpha/beta", test_sgemm_layouts);
     CU_add_test(su, "sgemm1 slots from threads", test_sgemm1_slots);
     CU_add_test(su, "packed weights", test_packed_weights);
+    CU_add_test(su, "int8 and bf16 weights", test_lowp_weights);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();

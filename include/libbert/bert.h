@@ -62,6 +62,25 @@ typedef enum {
     BERT_KERNELS_AVX512
 } bert_kernels;
 
+/* Precision of the products with the weight matrices of the encoder and
+ * heads.  FP32 (the default) is exact to Hugging Face within 1e-4.  The
+ * others are opt-in and move results by a measured amount
+ * (docs/precision.md):
+ *  - BF16: weights stored as bfloat16 (half the memory), activations
+ *    rounded to bfloat16 as they enter each product, float32 sums
+ *    (vdpbf16ps; needs AVX512-BF16 and the avx512 tier);
+ *  - INT8: weights quantized once at load (symmetric, per output channel),
+ *    activations per row at run time (asymmetric uint8), int32 sums
+ *    (vpdpbusd; needs AVX512-VNNI with the avx512 tier or AVX-VNNI with
+ *    avx2), scales applied in the output stage.
+ * Embeddings, LayerNorm, softmax, attention's products and the activation
+ * functions stay float32 in every precision. */
+typedef enum {
+    BERT_PRECISION_FP32 = 0,
+    BERT_PRECISION_BF16,
+    BERT_PRECISION_INT8
+} bert_precision;
+
 /* The encoder family (config.json's model_type). */
 typedef enum {
     BERT_FAMILY_BERT = 0,   /* "bert" */
@@ -115,6 +134,13 @@ typedef struct bert_model_params {
                                the model file's identity, so a changed model
                                gets a new one, and may be deleted at any
                                time.  Failures fall back to private memory. */
+    bert_precision precision; /* default FP32.  BF16 / INT8 pack the weights
+                               in that precision at load (with kernels
+                               AUTO: the best tier that runs it); a CPU or
+                               tier that cannot run it fails the load with
+                               BERT_EUNSUPPORTED naming the missing feature,
+                               never a silent fallback.  Sessions of such a
+                               model need a tier that runs the precision. */
 } bert_model_params;
 
 BERT_API bert_model_params bert_model_default_params(void);
@@ -176,6 +202,8 @@ BERT_API int bert_model_has_pooler(const bert_model *m);
  * e.g. kernels = BLIS); with shared not NULL, *shared = 1 when they are
  * mapped from the pack cache (shared between processes). */
 BERT_API size_t bert_model_packed_bytes(const bert_model *m, int *shared);
+/* The precision m's weight products run in (bert_model_params.precision). */
+BERT_API bert_precision bert_model_precision(const bert_model *m);
 
 /* ---- session ----------------------------------------------------------- */
 
@@ -226,6 +254,11 @@ BERT_API int bert_kernels_supported(bert_kernels k);
 /* The tier named "auto", "avx512", "avx2" or "blis"; -1 for any other
  * string (or NULL). */
 BERT_API int bert_kernels_from_name(const char *name);
+/* 1 when tier k (AUTO: the best tier for p) runs precision p on this CPU;
+ * "fp32", "bf16", "int8" and back (-1 for any other string or NULL). */
+BERT_API int bert_precision_supported(bert_precision p, bert_kernels k);
+BERT_API const char *bert_precision_name(bert_precision p);
+BERT_API int bert_precision_from_name(const char *name);
 
 /* ---- forward pass ------------------------------------------------------ */
 

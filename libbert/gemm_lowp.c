@@ -1,0 +1,416 @@
+/* gemm_lowp.c - the reduced-precision weight products (int8, bf16): their
+ * panels, the quantization of both sides, and the loops around the
+ * micro-kernels of gemm_kernels.h.
+ *
+ * One more panel layout of the packed-weight layer, not a second engine:
+ * the weights are packed once at load (bert__wmat_pack), gemm.c's bert__gemm_w
+ * splits the work among threads exactly as for float32, and each thread
+ * calls bert__lp_part for its rows and whole 48-column panels.
+ *
+ * Layout ("dot panels", gemm.h): k in groups of 32 bits (4 int8 or 2 bf16,
+ * what one lane of vpdpbusd / vdpbf16ps multiplies and sums), each panel
+ * ceil(k/G) groups of 48 columns.  There are no k blocks: int8 sums must
+ * stay in int32 over the whole k before the scales apply, and a panel of
+ * BERT-base's widest product (k = 3072) is 147 KB of int8, streamed from
+ * L2 with the next panel prefetched.
+ *
+ * Quantization (int8), the choices of ONNX Runtime's dynamic quantization
+ * with finer scales: weights symmetric per output channel (scale
+ * max|w|/127, values -127..127, so their sums need no zero point);
+ * activations asymmetric per row (scale (max - min)/255 with 0 inside the
+ * range, zero point round(-min/scale)), quantized as each product packs
+ * them.  vpdpbusd multiplies uint8 by int8 exactly and adds four products
+ * per lane into int32 without saturating (the pre-VNNI vpmaddubsw
+ * saturates pairs at int16: onnxruntime#6004; CPUs without VNNI get no
+ * int8 here, so that path does not exist).  The output stage subtracts
+ * zero point x column sum and applies both scales. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libbert/cpu.h"
+#include "libbert/gemm.h"
+#include "libbert/gemm_kernels.h"
+#include "libbert/gemm_lowp.h"
+
+/* Rows of activations quantized at a time (an MC block: 96 x 768 int8 is
+ * 72 KB, in L2 with the panel being read). */
+enum { LP_MC = 96 };
+
+static size_t group_of(bert_precision p)
+{
+    return p == BERT_PRECISION_INT8 ? 4 : 2;
+}
+
+size_t bert__lp_groups(size_t k, bert_precision p)
+{
+    return (k + group_of(p) - 1) / group_of(p);
+}
+
+size_t bert__lp_size(size_t n, size_t k, bert_precision p)
+{
+    size_t np = (n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t bytes = np * bert__lp_groups(k, p) * BERT_PANEL * 4;
+    if (p == BERT_PRECISION_INT8)
+        bytes += np * BERT_PANEL * (sizeof(float) + sizeof(int32_t));
+    return bytes;
+}
+
+/* ---- float -> bf16 and int8 ---------------------------------------------- */
+
+/* Round to nearest even, as vcvtneps2bf16 does for normal numbers (it
+ * flushes denormal inputs to zero; weights that small contribute nothing
+ * at bf16 precision either way).  NaN stays NaN. */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    if ((u & 0x7f800000u) == 0)
+        u &= 0x80000000u;
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static int8_t q8_of(float w, float inv)
+{
+    float v = nearbyintf(w * inv);
+    if (v != v)
+        return 0;
+    return (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+}
+
+/* Panel jp of W packed in W->prec (gemm.h's layout) into p. */
+static void pack_panel(unsigned char *p, const bert_wmat *W, size_t jp)
+{
+    size_t n = W->n, k = W->k, kg = bert__lp_groups(k, W->prec);
+    size_t np = (n + BERT_PANEL - 1) / BERT_PANEL;
+    uint32_t *panel = (uint32_t *)p + jp * kg * BERT_PANEL;
+    memset(panel, 0, kg * BERT_PANEL * 4);
+    float *scale = NULL;
+    int32_t *sum = NULL;
+    if (W->prec == BERT_PRECISION_INT8) {
+        scale = (float *)(p + np * kg * BERT_PANEL * 4);
+        sum = (int32_t *)(scale + np * BERT_PANEL);
+    }
+    for (size_t c = 0; c < BERT_PANEL; c++) {
+        size_t j = jp * BERT_PANEL + c;
+        if (W->prec == BERT_PRECISION_INT8) {
+            scale[j] = 0.0f;
+            sum[j] = 0;
+        }
+        if (j >= n)
+            continue;
+        const float *w = W->w + j * k;
+        if (W->prec == BERT_PRECISION_BF16) {
+            for (size_t q = 0; q < k; q++)
+                ((uint16_t *)(panel + (q / 2) * BERT_PANEL + c))[q % 2] =
+                    bf16_of(w[q]);
+            continue;
+        }
+        float mx = 0.0f;
+        for (size_t q = 0; q < k; q++)
+            mx = fabsf(w[q]) > mx ? fabsf(w[q]) : mx;
+        float inv = mx > 0.0f && mx <= 3e38f ? 127.0f / mx : 0.0f;
+        int32_t s = 0;
+        for (size_t q = 0; q < k; q++) {
+            int8_t v = q8_of(w[q], inv);
+            ((int8_t *)(panel + (q / 4) * BERT_PANEL + c))[q % 4] = v;
+            s += v;
+        }
+        scale[j] = mx / 127.0f;
+        sum[j] = s;
+    }
+}
+
+int bert__lp_pack(bert_wmat *W, int n_threads)
+{
+    size_t np = (W->n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t bytes = bert__lp_size(W->n, W->k, W->prec);
+    unsigned char *p = NULL;
+    if (np == 0 || W->k == 0)
+        return BERT_OK;
+    if (posix_memalign((void **)&p, 64, bytes) != 0)
+        return BERT_ENOMEM;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(n_threads) \
+    if (n_threads > 1)
+#endif
+    for (size_t jp = 0; jp < np; jp++)
+        pack_panel(p, W, jp);
+    W->panels = p;
+    return BERT_OK;
+}
+
+/* ---- the activation side ------------------------------------------------- */
+
+typedef struct lp_tier {
+    int avx512;    /* else avx2 (int8 only) */
+    size_t mr, nr; /* nr divides BERT_PANEL */
+} lp_tier;
+
+static void minmax(const lp_tier *t, const float *x, size_t k, float *mn,
+                   float *mx)
+{
+#if BERT_HAVE_X86_KERNELS
+    if (t->avx512) {
+        bert__minmax_avx512(x, k, mn, mx);
+        return;
+    }
+#endif
+    (void)t;
+    float lo = 0.0f, hi = 0.0f;
+    for (size_t p = 0; p < k; p++) {
+        lo = x[p] < lo ? x[p] : lo;
+        hi = x[p] > hi ? x[p] : hi;
+    }
+    *mn = lo;
+    *mx = hi;
+}
+
+/* Row x (k) as uint8 into q (k bytes); its scale and zero point. */
+static void quant_row(const lp_tier *t, uint8_t *q, const float *x, size_t k,
+                      float *scale, int32_t *zero)
+{
+    float mn, mx;
+    minmax(t, x, k, &mn, &mx);
+    float s = (mx - mn) / 255.0f;
+    if (!(s > 0.0f))
+        s = 1.0f; /* all zeros (or NaN, which the scale then carries) */
+    float inv = 1.0f / s, zf = nearbyintf(-mn * inv);
+    int32_t z = zf >= 0.0f && zf <= 255.0f ? (int32_t)zf : 0;
+    *scale = isfinite(s) ? s : NAN;
+    *zero = z;
+#if BERT_HAVE_X86_KERNELS
+    if (t->avx512) {
+        bert__quant_row_avx512(q, x, k, inv, z);
+        return;
+    }
+#endif
+    for (size_t p = 0; p < k; p++) {
+        float v = nearbyintf(x[p] * inv);
+        v = v != v ? 0.0f : v + (float)z; /* as cvtps + add, then clamp */
+        q[p] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    }
+}
+
+static void bf16_row(const lp_tier *t, uint16_t *h, const float *x, size_t k)
+{
+#if BERT_HAVE_X86_KERNELS
+    if (t->avx512) {
+        bert__bf16_row_avx512(h, x, k);
+        return;
+    }
+#endif
+    (void)t;
+    for (size_t p = 0; p < k; p++)
+        h[p] = bf16_of(x[p]);
+}
+
+/* Rows [0,mc) of X into MR-row panels of groups: panel r holds
+ * a[g*MR + i] = group g of row r*MR + i (rows past mc zero), with each
+ * row's scale and zero point (int8).  row: scratch of kg*4 bytes. */
+static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
+                   float *rs, int32_t *rz, const float *X, size_t ldx,
+                   size_t mc, size_t k, size_t kg, uint32_t *row)
+{
+    size_t MR = t->mr;
+    for (size_t r = 0; r < mc; r += MR, dst += kg * MR)
+        for (size_t i = 0; i < MR; i++) {
+            if (r + i >= mc) {
+                rs[r + i] = 0.0f;
+                rz[r + i] = 0;
+                for (size_t g = 0; g < kg; g++)
+                    dst[g * MR + i] = 0;
+                continue;
+            }
+            row[kg - 1] = 0; /* the padding of a last partial group */
+            const float *x = X + (r + i) * ldx;
+            if (prec == BERT_PRECISION_INT8)
+                quant_row(t, (uint8_t *)row, x, k, &rs[r + i], &rz[r + i]);
+            else
+                bf16_row(t, (uint16_t *)row, x, k);
+            for (size_t g = 0; g < kg; g++)
+                dst[g * MR + i] = row[g];
+        }
+}
+
+/* ---- the loops ----------------------------------------------------------- */
+
+static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
+                const uint32_t *a, const uint32_t *b, float *c, size_t ldc,
+                const float *rs, const int32_t *rz, const float *cs,
+                const int32_t *csum, int acc)
+{
+#if BERT_HAVE_X86_KERNELS
+    if (prec == BERT_PRECISION_BF16)
+        bert__ukr_bf16_avx512(kg, a, b, c, ldc, acc);
+    else if (t->avx512)
+        bert__ukr_i8_avx512(kg, a, b, c, ldc, rs, rz, cs, csum, acc);
+    else
+        bert__ukr_i8_avx2(kg, a, b, c, ldc, rs, rz, cs, csum, acc);
+#else
+    (void)t, (void)prec, (void)kg, (void)a, (void)b, (void)c, (void)ldc;
+    (void)rs, (void)rz, (void)cs, (void)csum, (void)acc;
+#endif
+}
+
+int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
+                  const bert_wmat *W, int acc, float *Y, size_t ldy,
+                  size_t i0, size_t i1, size_t j0, size_t j1, void *buf,
+                  size_t bytes)
+{
+    lp_tier t = {tier == BERT_KERNELS_AVX512, 0, 0};
+#if BERT_HAVE_X86_KERNELS
+    t.mr = t.avx512 ? BERT_AVX512_MR : BERT_AVX2_MR;
+    t.nr = t.avx512 ? BERT_AVX512_NR : BERT_AVX2_NR;
+#else
+    return -1;
+#endif
+    bert_precision prec = W->prec;
+    size_t k = W->k, n = W->n, kg = bert__lp_groups(k, prec);
+    size_t np = (n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t rowb = (kg * 4 + 63) & ~(size_t)63;
+    /* buf: one row of scratch, then per block row a scale, a zero point
+     * and its groups. */
+    if (bytes < rowb + 64)
+        return -1;
+    size_t mcl = (bytes - rowb - 64) / (kg * 4 + 8);
+    mcl = mcl > LP_MC ? LP_MC : mcl;
+    mcl -= mcl % t.mr;
+    if (mcl < t.mr)
+        return -1; /* k beyond any sane model: the caller uses float32 */
+    uint32_t *row = buf;
+    float *rs = (float *)((char *)buf + rowb);
+    int32_t *rz = (int32_t *)(rs + mcl);
+    uint32_t *ap = (uint32_t *)(((uintptr_t)(rz + mcl) + 63) & ~(uintptr_t)63);
+    const uint32_t *panels = W->panels;
+    const float *scale = (const float *)(panels + np * kg * BERT_PANEL);
+    const int32_t *sum = (const int32_t *)(scale + np * BERT_PANEL);
+    float tile[BERT_AVX512_MR * BERT_PANEL] __attribute__((aligned(64)));
+    for (size_t ic = i0; ic < i1; ic += mcl) {
+        size_t mc = i1 - ic < mcl ? i1 - ic : mcl;
+        pack_a(&t, prec, ap, rs, rz, X + ic * ldx, ldx, mc, k, kg, row);
+        for (size_t jc = j0; jc < j1; jc += t.nr) {
+            size_t jp = jc / BERT_PANEL, jn = jc % BERT_PANEL;
+            size_t nr = j1 - jc < t.nr ? j1 - jc : t.nr;
+            const uint32_t *b = panels + jp * kg * BERT_PANEL + jn;
+            const float *cs = scale + jc;
+            const int32_t *csum = sum + jc;
+            for (size_t ir = 0; ir < mc; ir += t.mr) {
+                size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
+                const uint32_t *a = ap + ir * kg;
+                float *c = Y + (ic + ir) * ldy + jc;
+                if (mr == t.mr && nr == t.nr) {
+                    ukr(&t, prec, kg, a, b, c, ldy, rs + ir, rz + ir, cs,
+                        csum, acc);
+                    continue;
+                }
+                ukr(&t, prec, kg, a, b, tile, t.nr, rs + ir, rz + ir, cs,
+                    csum, 0);
+                for (size_t i = 0; i < mr; i++)
+                    for (size_t j = 0; j < nr; j++) {
+                        float *cij = c + i * ldy + j;
+                        *cij = acc ? *cij + tile[i * t.nr + j]
+                                   : tile[i * t.nr + j];
+                    }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- which tiers run what ------------------------------------------------ */
+
+/* Why tier k (resolved, supported by this CPU) cannot run p, or NULL. */
+static const char *precision_missing(bert_precision p, bert_kernels k)
+{
+    unsigned f = bert__cpu_features();
+    switch (p) {
+    case BERT_PRECISION_FP32:
+        return NULL;
+    case BERT_PRECISION_INT8:
+        if (k == BERT_KERNELS_AVX512)
+            return f & BERT_CPU_AVX512_VNNI ? NULL
+                   : "int8 on the avx512 tier needs AVX512-VNNI, which "
+                     "this CPU lacks";
+        if (k == BERT_KERNELS_AVX2)
+            return f & BERT_CPU_AVX_VNNI ? NULL
+                   : "int8 on the avx2 tier needs AVX-VNNI, which this CPU "
+                     "lacks";
+        return "the blis tier runs fp32 only";
+    case BERT_PRECISION_BF16:
+        if (k == BERT_KERNELS_AVX512)
+            return f & BERT_CPU_AVX512_BF16 ? NULL
+                   : "bf16 needs AVX512-BF16, which this CPU lacks";
+        if (k == BERT_KERNELS_AVX2)
+            return "bf16 runs on the avx512 tier only (AVX2 has no bf16 "
+                   "arithmetic)";
+        return "the blis tier runs fp32 only";
+    }
+    return "unknown precision";
+}
+
+int bert__precision_supported(bert_precision p, bert_kernels k, char *why,
+                              size_t n)
+{
+    const char *miss = NULL;
+    if (k == BERT_KERNELS_AUTO && p != BERT_PRECISION_FP32) {
+        if (bert__precision_tier(p) == BERT_KERNELS_AUTO)
+            miss = p == BERT_PRECISION_INT8
+                       ? "int8 needs AVX512-VNNI (with AVX-512 F/BW/DQ/VL) "
+                         "or AVX-VNNI (with AVX2), and this CPU has neither"
+                   : p == BERT_PRECISION_BF16
+                       ? "bf16 needs AVX512-BF16 (with AVX-512 F/BW/DQ/VL), "
+                         "which this CPU lacks"
+                       : "unknown precision";
+    } else if (!bert__kernels_supported(k, why, n)) {
+        return 0;
+    } else {
+        if (k == BERT_KERNELS_AUTO)
+            k = bert__kernels_best();
+        miss = precision_missing(p, k);
+    }
+    if (miss && why && n) {
+        size_t l = strlen(miss) < n - 1 ? strlen(miss) : n - 1;
+        memcpy(why, miss, l);
+        why[l] = '\0';
+    }
+    return miss == NULL;
+}
+
+bert_kernels bert__precision_tier(bert_precision p)
+{
+    if (p == BERT_PRECISION_FP32)
+        return bert__kernels_best();
+    static const bert_kernels order[] = {BERT_KERNELS_AVX512,
+                                         BERT_KERNELS_AVX2};
+    for (size_t i = 0; i < 2; i++)
+        if (bert__kernels_supported(order[i], NULL, 0) &&
+            !precision_missing(p, order[i]))
+            return order[i];
+    return BERT_KERNELS_AUTO;
+}
+
+const char *bert__precision_name(bert_precision p)
+{
+    switch (p) {
+    case BERT_PRECISION_FP32: return "fp32";
+    case BERT_PRECISION_BF16: return "bf16";
+    case BERT_PRECISION_INT8: return "int8";
+    }
+    return "?";
+}
+
+int bert__precision_parse(const char *s)
+{
+    static const bert_precision all[] = {
+        BERT_PRECISION_FP32, BERT_PRECISION_BF16, BERT_PRECISION_INT8};
+    for (size_t i = 0; s && i < 3; i++)
+        if (!strcmp(s, bert__precision_name(all[i])))
+            return (int)all[i];
+    return -1;
+}

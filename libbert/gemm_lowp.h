@@ -1,0 +1,29 @@
+/*
+ * libbert/gemm_lowp.h - the reduced-precision (int8, bf16) side of the
+ * weight products, used by gemm.c (see gemm_lowp.c).
+ */
+#ifndef LIBBERT_GEMM_LOWP_H
+#define LIBBERT_GEMM_LOWP_H
+
+#include <stddef.h>
+
+#include "libbert/gemm.h"
+
+/* 32-bit groups per panel column of a k-deep matrix in precision p. */
+size_t bert__lp_groups(size_t k, bert_precision p);
+/* Bytes of the dot panels (and, for int8, scales and sums) of (n,k). */
+size_t bert__lp_size(size_t n, size_t k, bert_precision p);
+/* Packs W->w in W->prec (INT8 or BF16) into W->panels.  BERT_OK or
+ * BERT_ENOMEM. */
+int bert__lp_pack(bert_wmat *W, int n_threads);
+/* Rows [i0,i1) and columns [j0,j1) (j0 a multiple of BERT_PANEL) of
+ * Y := X W^T, added to Y when acc, for W packed in INT8 or BF16, with
+ * tier's micro-kernels (AVX512 or AVX2, which must run W->prec here).  buf:
+ * scratch of `bytes` bytes, 64-byte aligned.  0, or -1 when buf cannot
+ * hold one block of rows (k absurdly large): nothing was written. */
+int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
+                  const bert_wmat *W, int acc, float *Y, size_t ldy,
+                  size_t i0, size_t i1, size_t j0, size_t j1, void *buf,
+                  size_t bytes);
+
+#endif
