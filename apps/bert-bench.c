@@ -56,6 +56,7 @@ static const char usage[] =
     "                  [--threads N] [--reps N] [--min-time S]\n"
     "                  [--text FILE] [--vocab FILE] [--quiet-wait S]\n"
     "                  [--kernels auto|avx512|avx2|blis]\n"
+    "                  [--precision fp32|bf16|int8]\n"
     "                  [--no-peak] [--no-blis] [--json] [--help] [--version]\n";
 
 static const char help_examples[] =
@@ -68,6 +69,7 @@ static const char help_examples[] =
     "  bert-bench --model data/sentiment --mixed 16-128 --batch 32\n"
     "  bert-bench --model data/sentiment --text reviews.txt\n"
     "  bert-bench --shape bert-base --kernels avx2    # compare tiers\n"
+    "  bert-bench --shape bert-base --precision int8  # reduced precision\n"
     "\nExit status: 0 success, 1 usage error, 2 bad model or run failure.\n";
 
 typedef struct opts {
@@ -75,6 +77,7 @@ typedef struct opts {
     size_t batch, seq, mix_lo, mix_hi;
     int threads, reps, json, no_peak, no_blis;
     bert_kernels kernels;
+    bert_precision precision;
     double min_time, quiet_wait;
 } opts;
 
@@ -396,6 +399,7 @@ static int load_shape(const opts *o, const bench_shape *sh, bert_model **m,
     if (!rc) {
         bert_model_params mp = bert_model_default_params();
         mp.kernels = o->kernels;
+        mp.precision = o->precision;
         mp.load_tokenizer = o->vocab != NULL;
         bert_error e;
         if ((rc = bert_model_load(dir, &mp, m, &e)))
@@ -494,6 +498,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--lengths")) o.lengths = v;
         else if (!strcmp(a, "--kernels") && bert__kernels_parse(v) >= 0)
             o.kernels = (bert_kernels)bert__kernels_parse(v);
+        else if (!strcmp(a, "--precision") && bert_precision_from_name(v) >= 0)
+            o.precision = (bert_precision)bert_precision_from_name(v);
         else if (!strcmp(a, "--batch") && !parse_size(v, &z)) o.batch = z;
         else if (!strcmp(a, "--seq") && !parse_size(v, &z)) o.seq = z;
         else if (!strcmp(a, "--threads") && !parse_size(v, &z) && z <= 1024)
@@ -545,6 +551,7 @@ int main(int argc, char **argv)
         bert_model_params mp = bert_model_default_params();
         mp.load_tokenizer = o.text != NULL;
         mp.kernels = o.kernels;
+        mp.precision = o.precision;
         if (bert_model_load(o.model, &mp, &m, &e)) {
             fprintf(stderr, "bert-bench: %s\n", e.text);
             return EXIT_BADINPUT;
@@ -737,12 +744,13 @@ int main(int argc, char **argv)
                "\"blis_gflops\":%.1f,\"kernels_gflops\":%.1f,"
                "\"load_s\":%.3f,\"loadavg1\":%.2f,\"foreign_cores\":%.2f,"
                "\"foreign_before\":%.2f,\"gemm_kernels\":\"%s\","
-               "\"packed\":%d,\"cpu_features\":\"%s\"",
+               "\"packed\":%d,\"precision\":\"%s\",\"cpu_features\":\"%s\"",
                name, o.threads, r.batch, r.maxlen, r.tokens, r.iters,
                r.median_ms, r.min_ms, r.cpu_median_ms, r.seq_per_s, r.gflops,
                peak, peak1, width,
                peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, own, load_s,
-               load, r.foreign, r.foreign_before, kernels, packed, feats);
+               load, r.foreign, r.foreign_before, kernels, packed,
+               bert_precision_name(bert_model_precision(m)), feats);
         if (o.text)
             printf(",\"text_mb\":%.3f,\"tokenize_s\":%.3f,\"run_s\":%.3f,"
                    "\"tokenizer_share\":%.4f",
@@ -751,8 +759,9 @@ int main(int argc, char **argv)
     } else {
         printf("model        %s (L=%d H=%d heads=%d I=%d), loaded in %.0f ms\n",
                name, sh->layers, sh->hidden, sh->heads, sh->inter, 1e3 * load_s);
-        printf("threads      %d, kernels %s (%s weights; cpu: %s)\n",
-               o.threads, kernels, packed ? "packed" : "unpacked", feats);
+        printf("threads      %d, kernels %s (%s %s weights; cpu: %s)\n",
+               o.threads, kernels, packed ? "packed" : "unpacked",
+               bert_precision_name(bert_model_precision(m)), feats);
         if (o.text) {
             printf("text         %s: %zu lines, %.2f MB, %zu tokens\n", o.text,
                    r.batch, text_mb, r.tokens);

@@ -59,13 +59,17 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
 
 #if BERT_HAVE_X86_KERNELS
 /* ---- int8 with AVX-VNNI (VEX vpdpbusd on ymm): 6 x 16 ------------------- */
+/* vpdpbusd through asm, as in gemm_avx512.c (GCC 12 spills the
+ * intrinsic's accumulators); "x" keeps the registers VEX-encodable. */
 
 #define V_DECL(i) __m256i d##i##0 = _mm256_setzero_si256(), d##i##1 = d##i##0;
 #define V_STEP(i)                                                             \
     {                                                                         \
         __m256i ai = _mm256_set1_epi32((int)a[i]);                            \
-        d##i##0 = _mm256_dpbusd_avx_epi32(d##i##0, ai, b0);                   \
-        d##i##1 = _mm256_dpbusd_avx_epi32(d##i##1, ai, b1);                   \
+        __asm__("%{vex%} vpdpbusd %[w], %[x], %[c]"                               \
+                : [c] "+x"(d##i##0) : [x] "x"(ai), [w] "x"(b0));              \
+        __asm__("%{vex%} vpdpbusd %[w], %[x], %[c]"                               \
+                : [c] "+x"(d##i##1) : [x] "x"(ai), [w] "x"(b1));              \
     }
 #define V_OUT1(i, q)                                                          \
     {                                                                         \

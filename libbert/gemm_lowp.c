@@ -74,9 +74,19 @@ static uint16_t bf16_of(float f)
     return (uint16_t)(u >> 16);
 }
 
+/* Round to nearest even for |v| < 2^22 (in the default rounding mode, as
+ * vcvtps2dq does): adding and removing 1.5 * 2^23 leaves no fraction bits.
+ * Inline, where nearbyintf is a library call per weight (x86-64 has no
+ * SSE4.1 roundss in its baseline). */
+static float rne(float v)
+{
+    volatile float big = 12582912.0f; /* keeps the compiler from folding */
+    return fabsf(v) < 4194304.0f ? (v + big) - big : v;
+}
+
 static int8_t q8_of(float w, float inv)
 {
-    float v = nearbyintf(w * inv);
+    float v = rne(w * inv);
     if (v != v)
         return 0;
     return (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
@@ -191,7 +201,7 @@ static void quant_row(const lp_tier *t, uint8_t *q, const float *x, size_t k,
     }
 #endif
     for (size_t p = 0; p < k; p++) {
-        float v = nearbyintf(x[p] * inv);
+        float v = rne(x[p] * inv);
         v = v != v ? 0.0f : v + (float)z; /* as cvtps + add, then clamp */
         q[p] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
     }
