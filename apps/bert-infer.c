@@ -47,6 +47,8 @@ static void usage(FILE *f)
             "maximum)\n"
             "  --hidden          also print last_hidden_state\n"
             "  --threads N       threads for matrix products (default 1)\n"
+            "  --precision P     fp32 (default, exact), bf16 or int8 (results\n"
+            "                    move slightly: docs/precision.md)\n"
             "  --batch N         lines per model run (default 16)\n"
             "  --jsonl           read JSON Lines: {\"text\": ..., "
             "\"text_pair\": ...} per line\n"
@@ -201,6 +203,9 @@ int main(int argc, char **argv)
                                 ">= 3\n");
                 return EXIT_USAGE;
             }
+        } else if (i + 1 < argc && strcmp(a, "--precision") == 0) {
+            if (app_set_precision("bert-infer", argv[++i]))
+                return EXIT_USAGE;
         } else if (i + 1 < argc && strcmp(a, "--threads") == 0) {
             int th = app_parse_threads("bert-infer", argv[++i]);
             if (th < 0)
@@ -227,7 +232,8 @@ int main(int argc, char **argv)
     bert_error err;
     bert_model *m = NULL;
     bert_model_params mp = bert_model_default_params();
-    if (app_kernels("bert-infer", &mp.kernels))
+    if (app_kernels("bert-infer", &mp.kernels) ||
+        app_precision("bert-infer", &mp.precision))
         return EXIT_USAGE;
     int rc = bert_model_load(model_dir, &mp, &m, &err);
     if (rc != BERT_OK) {

@@ -119,6 +119,9 @@ static void usage(FILE *f)
 "  -J, --jsonl        read JSON Lines: {\"text\": ..., \"text_pair\": ...} per\n"
 "                     line (texts may hold TABs and newlines; pairs)\n"
 "  -t, --threads N    threads for the model (default 1)\n"
+"      --precision P  fp32 (default, exact), bf16 or int8 (int8: faster where\n"
+"                     the CPU has VNNI; results move slightly, see\n"
+"                     docs/precision.md)\n"
 "  -h, --help         this help\n"
 "  -V, --version      version\n"
 "\n"
@@ -142,6 +145,7 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"jsonl", no_argument, NULL, 'J'},
         {"threads", required_argument, NULL, 't'},
+        {"precision", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -156,6 +160,10 @@ int main(int argc, char **argv)
         case 'J': C.jsonl = 1; break;
         case 't':
             if ((threads = app_parse_threads(PROG, optarg)) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'R':
+            if (app_set_precision(PROG, optarg))
                 return EXIT_USAGE;
             break;
         case 'h': usage(stdout); return EXIT_OK;

@@ -151,6 +151,9 @@ static void usage(FILE *f)
 "  -s, --stride N         tag texts longer than the model's maximum with\n"
 "                         windows overlapping by N tokens (default: truncate)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
+"      --precision P      fp32 (default, exact), bf16 or int8 (int8: faster\n"
+"                         where the CPU has VNNI; results move slightly, see\n"
+"                         docs/precision.md)\n"
 "  -J, --jsonl            read JSON Lines: {\"text\": ...} per line (texts may\n"
 "                         hold TABs and newlines)\n"
 "  -h, --help             this help\n"
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
         {"ignore", required_argument, NULL, 'i'},
         {"stride", required_argument, NULL, 's'},
         {"threads", required_argument, NULL, 't'},
+        {"precision", required_argument, NULL, 'R'},
         {"jsonl", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -244,6 +248,10 @@ int main(int argc, char **argv)
         case 'J': jsonl = 1; break;
         case 't':
             if ((threads = app_parse_threads(PROG, optarg)) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'R':
+            if (app_set_precision(PROG, optarg))
                 return EXIT_USAGE;
             break;
         case 'h': usage(stdout); return EXIT_OK;

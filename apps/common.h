@@ -97,6 +97,15 @@ bert_model *app_load_model(const char *prog, const char **dir,
  * app_session apply it. */
 int app_kernels(const char *prog, bert_kernels *out);
 
+/* --precision NAME ("fp32", "bf16", "int8"): the precision app_load_model
+ * loads the tool's model in.  Without the option, the environment
+ * variable BERT_PRECISION, else fp32.  Returns 0, or -1 after printing
+ * "PROG: ..." for an unknown name. */
+int app_set_precision(const char *prog, const char *name);
+/* The precision asked for (option, else environment) in *out; -1 after
+ * printing "PROG: ..." when BERT_PRECISION names none. */
+int app_precision(const char *prog, bert_precision *out);
+
 /* A session on m with `threads` threads, or NULL after printing
  * "PROG: DIR: reason" to stderr. */
 bert_session *app_session(const char *prog, const bert_model *m,

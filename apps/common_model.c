@@ -21,6 +21,38 @@ int app_kernels(const char *prog, bert_kernels *out)
     return -1;
 }
 
+/* The tool's --precision (a tool loads one model; NULL: not given). */
+static const char *precision_opt;
+
+static int precision_of(const char *prog, const char *name, const char *what,
+                        bert_precision *out)
+{
+    int p = name && *name ? bert_precision_from_name(name) : BERT_PRECISION_FP32;
+    if (p < 0) {
+        fprintf(stderr, "%s: %s%s: unknown precision (fp32, bf16 or int8)\n",
+                prog, what, name);
+        return -1;
+    }
+    *out = (bert_precision)p;
+    return 0;
+}
+
+int app_set_precision(const char *prog, const char *name)
+{
+    bert_precision p;
+    if (precision_of(prog, name, "--precision ", &p))
+        return -1;
+    precision_opt = name;
+    return 0;
+}
+
+int app_precision(const char *prog, bert_precision *out)
+{
+    if (precision_opt)
+        return precision_of(prog, precision_opt, "--precision ", out);
+    return precision_of(prog, getenv("BERT_PRECISION"), "BERT_PRECISION=", out);
+}
+
 bert_model *app_load_model(const char *prog, const char **dir,
                            const char *name, const char *what,
                            bert_task task)
@@ -38,7 +70,7 @@ bert_model *app_load_model(const char *prog, const char **dir,
     bert_error err;
     bert_model *m;
     bert_model_params mp = bert_model_default_params();
-    if (app_kernels(prog, &mp.kernels))
+    if (app_kernels(prog, &mp.kernels) || app_precision(prog, &mp.precision))
         return NULL;
     if (bert_model_load(*dir, &mp, &m, &err)) {
         /* the library's message names the file; say the directory once */

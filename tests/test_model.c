@@ -19,6 +19,11 @@
 #include "tests/testutil.h"
 
 #define TOL 1e-4
+/* Bounds of the reduced precisions (see check_precisions). */
+#define BF16_BOUND_LOGITS 0.03
+#define BF16_BOUND_HIDDEN 0.06
+#define INT8_BOUND_LOGITS 0.1
+#define INT8_BOUND_HIDDEN 0.2
 
 static char fixtures_dir[4096];
 static char *names[64];
@@ -246,6 +251,77 @@ static int check_tokens(const bert_model *m, const char *dir,
     return bad ? -1 : 0;
 }
 
+/* The reduced precisions (bert_precision) on every tier this CPU runs them
+ * on, 1 and 2 threads, batched and one sequence at a time: the largest
+ * differences from Hugging Face's float32 outputs, asserted against bounds
+ * measured on these fixtures (docs/precision.md gives the figures; the
+ * bounds are about twice the largest seen, so that a kernel or
+ * quantization bug, which moves results by far more, fails). */
+static const struct {
+    bert_precision p;
+    double logits, hidden; /* bounds; pooler and cls-only as logits */
+} precisions[] = {{BERT_PRECISION_BF16, BF16_BOUND_LOGITS, BF16_BOUND_HIDDEN},
+                  {BERT_PRECISION_INT8, INT8_BOUND_LOGITS, INT8_BOUND_HIDDEN}};
+
+static void check_precisions(const char *name, const char *dir,
+                             const expected *e, int32_t *ids, int32_t *types,
+                             const size_t *lens)
+{
+    static const bert_kernels tiers[] = {BERT_KERNELS_AVX512,
+                                         BERT_KERNELS_AVX2};
+    for (size_t pi = 0; pi < sizeof precisions / sizeof precisions[0]; pi++)
+        for (size_t ti = 0; ti < 2; ti++) {
+            bert_precision pr = precisions[pi].p;
+            if (!bert_precision_supported(pr, tiers[ti])) {
+                printf("\n  %s %s on tier %d: not supported on this CPU: "
+                       "skipped", name, bert_precision_name(pr),
+                       (int)tiers[ti]);
+                continue;
+            }
+            bert_model_params mp = bert_model_default_params();
+            mp.precision = pr;
+            mp.kernels = tiers[ti];
+            bert_model *m = NULL;
+            bert_error err;
+            CU_ASSERT_EQUAL_FATAL(bert_model_load(dir, &mp, &m, &err), BERT_OK);
+            CU_ASSERT_EQUAL(bert_model_precision(m), pr);
+            maxdiff md = {0, 0, 0, 0};
+            char kname[48] = "?";
+            for (int threads = 1; threads <= 2; threads++) {
+                bert_session_params sp = bert_session_default_params();
+                sp.n_threads = threads;
+                sp.kernels = tiers[ti];
+                bert_session *s = NULL;
+                CU_ASSERT_EQUAL_FATAL(bert_session_create(m, &sp, &s, &err),
+                                      BERT_OK);
+                snprintf(kname, sizeof kname, "%s", bert_session_kernels(s, NULL));
+                CU_ASSERT(run_compare(s, m, e, ids, types, lens, 0, e->B,
+                                      &md) == 0);
+                for (size_t b = 0; b < e->B; b++)
+                    CU_ASSERT(run_compare(s, m, e, ids, types, lens, b, b + 1,
+                                          &md) == 0);
+                bert_session_free(s);
+            }
+            /* A tier that cannot run the precision is refused, naming it. */
+            bert_session_params sp = bert_session_default_params();
+            sp.kernels = BERT_KERNELS_BLIS;
+            bert_session *s = NULL;
+            CU_ASSERT_EQUAL(bert_session_create(m, &sp, &s, &err),
+                            BERT_EUNSUPPORTED);
+            CU_ASSERT(strstr(err.text, "fp32 only") != NULL);
+            printf("\n  %s %s %s: largest difference logits %.3g pooler %.3g "
+                   "hidden %.3g cls-only %.3g (bounds %.3g / %.3g)",
+                   name, bert_precision_name(pr), kname, md.logits, md.pooler,
+                   md.hidden, md.cls, precisions[pi].logits,
+                   precisions[pi].hidden);
+            CU_ASSERT(md.logits <= precisions[pi].logits);
+            CU_ASSERT(md.pooler <= precisions[pi].logits);
+            CU_ASSERT(md.cls <= precisions[pi].logits);
+            CU_ASSERT(md.hidden <= precisions[pi].hidden);
+            bert_model_free(m);
+        }
+}
+
 static void check_fixture(const char *name)
 {
     char dir[8400];
@@ -361,6 +437,7 @@ static void check_fixture(const char *name)
     CU_ASSERT(all.pooler <= TOL);
     CU_ASSERT(all.hidden <= TOL);
     CU_ASSERT(all.cls <= TOL);
+    check_precisions(name, dir, &e, ids, types, lens);
     if (e.logits)
         CU_ASSERT(bert_model_config(m)->num_labels == e.C);
     free(ids);
