@@ -58,6 +58,17 @@ static void linear(const bert_gemm_ctx *g, float *y, const float *x,
     bert__gemm_w(g, -1, T, x, W->k, W, 1.0f, y, W->n);
 }
 
+/* y_j (T,OC_j) = x (T,C) W_j^T + b_j for n matrices reading the same x
+ * (Q, K, V): one product, which packs x once (gemm.h). */
+static void linear_n(const bert_gemm_ctx *g, size_t n, float *const *y,
+                     const float *x, const bert_wmat *const *W,
+                     const float *const *b, size_t T)
+{
+    for (size_t j = 0; j < n; j++)
+        bert__bias_fill(y[j], b[j], T, W[j]->n);
+    bert__gemm_wn(g, -1, T, x, W[0]->k, n, W, 1.0f, y, W[0]->n);
+}
+
 /* x (T,E) = LayerNorm(word[id] + type[tt] + pos[p]) per sequence
  * (BertEmbeddings / DistilBERT Embeddings / RobertaEmbeddings /
  * ElectraEmbeddings; E = H except for ELECTRA).  p = t, except for RoBERTa:
@@ -231,10 +242,9 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
             const bert_wmat *Ws[3] = {&mw->q, &mw->k, &mw->v};
             const float *bs[3] = {w->q_b, w->k_b, w->v_b};
             float *outs[3] = {s->q + t0 * H, s->k + t0 * H, s->v + t0 * H};
-            for (int j = 0; j < 3; j++) {
+            for (int j = 0; j < 3; j++)
                 bert__bias_fill(outs[j], bs[j], R, H);
-                bert__gemm_w(g, id, R, x, H, Ws[j], 1.0f, outs[j], H);
-            }
+            bert__gemm_wn(g, id, R, x, H, 3, Ws, 1.0f, outs, H);
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
@@ -291,9 +301,10 @@ static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
     const bert_config *c = &s->m->cfg.pub;
     size_t I = c->intermediate;
     int nt = s->n_threads;
-    linear(s->gemm, s->q, s->x, &mw->q, w->q_b, T);
-    linear(s->gemm, s->k, s->x, &mw->k, w->k_b, T);
-    linear(s->gemm, s->v, s->x, &mw->v, w->v_b, T);
+    const bert_wmat *qkv[3] = {&mw->q, &mw->k, &mw->v};
+    const float *bs[3] = {w->q_b, w->k_b, w->v_b};
+    float *outs[3] = {s->q, s->k, s->v};
+    linear_n(s->gemm, 3, outs, s->x, qkv, bs, T);
     attention_forward(s, in, batch, 0);
     /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
     matmul(s->gemm, s->tmp, s->ctx, &mw->o, T);
@@ -324,8 +335,10 @@ static void layer_forward_cls(bert_session *s, const bert_input *in,
 {
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate, B = batch;
-    linear(s->gemm, s->k, s->x, &mw->k, w->k_b, T);
-    linear(s->gemm, s->v, s->x, &mw->v, w->v_b, T);
+    const bert_wmat *kv[2] = {&mw->k, &mw->v};
+    const float *bs[2] = {w->k_b, w->v_b};
+    float *outs[2] = {s->k, s->v};
+    linear_n(s->gemm, 2, outs, s->x, kv, bs, T);
     float *xc = s->tmp; /* (B,H) the [CLS] rows */
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
         memcpy(xc + b * H, s->x + o * H, H * sizeof *xc);

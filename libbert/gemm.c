@@ -354,26 +354,38 @@ void bert__wmat_free(bert_wmat *W)
 
 /* ---- the loops ------------------------------------------------------------ */
 
-/* One KC slice: C (m, ncol) op= alpha * A (m,kc) Bp, Bp given as panels
- * (panel j at bp + j*ld_panel, rows BERT_PANEL apart).  acc: add to C
- * (else overwrite).  abuf holds MC x KC floats. */
+/* Where one slice of a product goes: the panels of its B for this k
+ * block (panel j at bp + j*ld_panel, rows BERT_PANEL apart), the columns
+ * computed, and C at its first column. */
+typedef struct target {
+    const float *bp;
+    size_t ncol;
+    float *C;
+} target;
+
+/* One KC slice: C (m, ncol) op= alpha * A (m,kc) Bp for each target, with
+ * A packed once per MC block for all of them.  acc: add to C (else
+ * overwrite).  abuf holds MC x KC floats. */
 static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
-                  ptrdiff_t rsa, ptrdiff_t csa, const float *bp,
-                  size_t ld_panel, size_t ncol, float *C, ptrdiff_t rsc,
-                  ptrdiff_t csc, float alpha, int acc, float *abuf)
+                  ptrdiff_t rsa, ptrdiff_t csa, size_t nt, const target *tg,
+                  size_t ld_panel, ptrdiff_t rsc, ptrdiff_t csc, float alpha,
+                  int acc, float *abuf)
 {
     const size_t MR = t->mr, NR = t->nr;
     float tile[MAX_MR * BERT_PANEL] __attribute__((aligned(64)));
     for (size_t ic = 0; ic < m; ic += MC) {
         size_t mc = m - ic < MC ? m - ic : MC;
         pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
-        for (size_t j0 = 0; j0 < ncol; j0 += NR) {
-            const float *b = bp + (j0 / BERT_PANEL) * ld_panel + j0 % BERT_PANEL;
-            size_t nr = ncol - j0 < NR ? ncol - j0 : NR;
+        for (size_t w = 0; w < nt; w++)
+        for (size_t j0 = 0; j0 < tg[w].ncol; j0 += NR) {
+            const float *b = tg[w].bp + (j0 / BERT_PANEL) * ld_panel +
+                             j0 % BERT_PANEL;
+            size_t nr = tg[w].ncol - j0 < NR ? tg[w].ncol - j0 : NR;
             for (size_t ir = 0; ir < mc; ir += MR) {
                 size_t mr = mc - ir < MR ? mc - ir : MR;
                 const float *a = abuf + ir * kc;
-                float *c = C + (ptrdiff_t)(ic + ir) * rsc + (ptrdiff_t)j0 * csc;
+                float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
+                           (ptrdiff_t)j0 * csc;
                 if (mr == MR && nr == NR && csc == 1) {
                     t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc);
                     continue;
@@ -389,71 +401,138 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
     }
 }
 
-/* What one thread computes: rows [i0,i1) and columns [j0,j1) of C, with j0
- * a multiple of BERT_PANEL. */
+/* Weight matrices one product may share its activations with (Q, K, V). */
+#define MAX_W 4
+
+/* A product: general (A times B, into C), or with packed weights: X (A)
+ * times each W_w^T into Y_w (row stride rsc), the matrices' panels side by
+ * side as one column space of sum(ceil(n_w/48)) panels, which the threads
+ * split among themselves. */
 typedef struct job {
     const tier_info *t;
     bert_kernels tier;
-    const bert_wmat *lw; /* int8 / bf16 weights (gemm_lowp.c), or NULL */
-    size_t k, n;
+    size_t k, n; /* n: columns (packed: 48 x the panels of all W) */
     float alpha, beta;
     const float *A;
     ptrdiff_t rsa, csa;
-    const float *B; /* general B ... */
+    const float *B; /* general B, C */
     ptrdiff_t rsb, csb;
-    const float *panels; /* ... or packed panels (k rows each) */
     float *C;
     ptrdiff_t rsc, csc;
+    size_t nw; /* packed weights (csc 1), or 0 */
+    const bert_wmat *const *ws;
+    float *const *ys;
 } job;
 
+/* Columns [c0,c1) of W_w that the panel range [p0,p1) of the joint column
+ * space covers (c0 == c1 when none). */
+static void w_range(const job *jb, size_t w, size_t p0, size_t p1,
+                    size_t *c0, size_t *c1)
+{
+    size_t off = 0;
+    for (size_t v = 0; v < w; v++)
+        off += (jb->ws[v]->n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t np = (jb->ws[w]->n + BERT_PANEL - 1) / BERT_PANEL;
+    size_t lo = p0 > off ? p0 - off : 0, hi = p1 > off ? p1 - off : 0;
+    hi = hi < np ? hi : np;
+    lo = lo < hi ? lo : hi;
+    *c0 = lo * BERT_PANEL;
+    *c1 = hi * BERT_PANEL < jb->ws[w]->n ? hi * BERT_PANEL : jb->ws[w]->n;
+    if (*c1 < *c0)
+        *c1 = *c0;
+}
+
+/* C := beta C over rows [0,m) and columns [j0,j1) (beta 0: zeros). */
+static void scale_c(float *C, ptrdiff_t rsc, ptrdiff_t csc, size_t m,
+                    size_t j0, size_t j1, float beta)
+{
+    if (beta == 1.0f)
+        return;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = j0; j < j1; j++) {
+            float *c = C + (ptrdiff_t)i * rsc + (ptrdiff_t)j * csc;
+            *c = beta == 0.0f ? 0.0f : *c * beta;
+        }
+}
+
+static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
+                     size_t j1, float *buf);
+
+/* The packed-weights part of run_part: rows [0,m) of X (already offset),
+ * panels [p0,p1) of the joint column space. */
+static void run_packed(const job *jb, size_t i0, size_t m, size_t p0,
+                       size_t p1, float *buf)
+{
+    size_t nw = jb->nw, k = jb->k, c0[MAX_W], c1[MAX_W];
+    const float *A = jb->A + (ptrdiff_t)i0 * jb->rsa;
+    float *Y[MAX_W];
+    for (size_t w = 0; w < nw; w++) {
+        w_range(jb, w, p0, p1, &c0[w], &c1[w]);
+        Y[w] = jb->ys[w] + (ptrdiff_t)i0 * jb->rsc;
+        if (jb->beta != 1.0f && (jb->beta != 0.0f || k == 0))
+            scale_c(Y[w], jb->rsc, 1, m, c0[w], c1[w], jb->beta);
+    }
+    if (k == 0)
+        return;
+    int acc0 = jb->beta != 0.0f;
+    if (jb->ws[0]->prec != BERT_PRECISION_FP32) {
+        if (bert__lp_part(jb->tier, A, (size_t)jb->rsa, nw, jb->ws, c0, c1,
+                          acc0, Y, (size_t)jb->rsc, m, buf,
+                          slot_floats() * sizeof(float)) == 0)
+            return;
+        /* k too deep for the scratch: float32 from the originals. */
+        for (size_t w = 0; w < nw; w++) {
+            job f = *jb;
+            f.nw = 0;
+            f.n = jb->ws[w]->n;
+            f.B = jb->ws[w]->w;
+            f.rsb = 1;
+            f.csb = (ptrdiff_t)k;
+            f.C = jb->ys[w];
+            f.beta = acc0 ? 1.0f : 0.0f;
+            f.A = jb->A;
+            if (c1[w] > c0[w])
+                run_part(&f, i0, i0 + m, c0[w], c1[w], buf);
+        }
+        return;
+    }
+    target tg[MAX_W];
+    for (size_t pc = 0; pc < k; pc += KC) {
+        size_t kc = k - pc < KC ? k - pc : KC;
+        for (size_t w = 0; w < nw; w++) {
+            size_t np = (jb->ws[w]->n + BERT_PANEL - 1) / BERT_PANEL;
+            tg[w].bp = (const float *)jb->ws[w]->panels +
+                       pc * np * BERT_PANEL + (c0[w] / BERT_PANEL) * kc * BERT_PANEL;
+            tg[w].ncol = c1[w] - c0[w];
+            tg[w].C = Y[w] + c0[w];
+        }
+        slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa, nw,
+              tg, kc * BERT_PANEL, jb->rsc, 1, jb->alpha, acc0 || pc > 0,
+              buf);
+    }
+}
+
+/* What one thread computes: rows [i0,i1) and columns [j0,j1), j0 a
+ * multiple of BERT_PANEL (packed weights: of the joint column space). */
 static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
                      size_t j1, float *buf)
 {
     size_t m = i1 - i0, k = jb->k;
     if (m == 0 || j1 <= j0)
         return;
+    if (jb->nw) {
+        run_packed(jb, i0, m, j0 / BERT_PANEL,
+                   (j1 + BERT_PANEL - 1) / BERT_PANEL, buf);
+        return;
+    }
     const float *A = jb->A + (ptrdiff_t)i0 * jb->rsa;
     float *C = jb->C + (ptrdiff_t)i0 * jb->rsc;
-    if (jb->beta != 0.0f && jb->beta != 1.0f)
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = j0; j < j1; j++)
-                C[(ptrdiff_t)i * jb->rsc + (ptrdiff_t)j * jb->csc] *= jb->beta;
+    if (jb->beta != 1.0f && (jb->beta != 0.0f || k == 0))
+        scale_c(C, jb->rsc, jb->csc, m, j0, j1, jb->beta);
+    if (k == 0)
+        return;
     int acc0 = jb->beta != 0.0f;
-    if (k == 0) {
-        if (!acc0)
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = j0; j < j1; j++)
-                    C[(ptrdiff_t)i * jb->rsc + (ptrdiff_t)j * jb->csc] = 0.0f;
-        return;
-    }
     float *abuf = buf, *bbuf = buf + ABUF_FLOATS;
-    if (jb->lw) {
-        if (bert__lp_part(jb->tier, A, (size_t)jb->rsa, jb->lw, acc0, C,
-                          (size_t)jb->rsc, 0, m, j0, j1, buf,
-                          slot_floats() * sizeof(float)) == 0)
-            return;
-        /* k too deep for the scratch: float32 from the originals. */
-        job f = *jb;
-        f.lw = NULL;
-        f.B = jb->lw->w;
-        f.rsb = 1;
-        f.csb = (ptrdiff_t)jb->lw->k;
-        f.beta = acc0 ? 1.0f : 0.0f;
-        run_part(&f, i0, i1, j0, j1, buf);
-        return;
-    }
-    if (jb->panels) {
-        size_t np = (jb->n + BERT_PANEL - 1) / BERT_PANEL;
-        for (size_t pc = 0; pc < k; pc += KC) {
-            size_t kc = k - pc < KC ? k - pc : KC;
-            const float *bp = jb->panels + pc * np * BERT_PANEL +
-                              (j0 / BERT_PANEL) * kc * BERT_PANEL;
-            slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
-                  bp, kc * BERT_PANEL, j1 - j0, C + (ptrdiff_t)j0 * jb->csc,
-                  jb->rsc, jb->csc, jb->alpha, acc0 || pc > 0, abuf);
-        }
-        return;
-    }
     for (size_t jc = j0; jc < j1; jc += NCP * BERT_PANEL) {
         size_t nc = j1 - jc < NCP * BERT_PANEL ? j1 - jc : NCP * BERT_PANEL;
         for (size_t pc = 0; pc < k; pc += KC) {
@@ -461,9 +540,10 @@ static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
             pack_b(bbuf, kc * BERT_PANEL,
                    jb->B + (ptrdiff_t)pc * jb->rsb + (ptrdiff_t)jc * jb->csb,
                    jb->rsb, jb->csb, kc, nc, 1);
+            target tg = {bbuf, nc, C + (ptrdiff_t)jc * jb->csc};
             slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
-                  bbuf, kc * BERT_PANEL, nc, C + (ptrdiff_t)jc * jb->csc,
-                  jb->rsc, jb->csc, jb->alpha, acc0 || pc > 0, abuf);
+                  1, &tg, kc * BERT_PANEL, jb->rsc, jb->csc, jb->alpha,
+                  acc0 || pc > 0, abuf);
         }
     }
 }
@@ -573,8 +653,8 @@ static void sgemm_any(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
                   beta, C, rsc, csc);
         return;
     }
-    job jb = {&g->ti, g->tier, NULL, k, n, alpha, beta, A, rsa, csa, B, rsb,
-              csb, NULL, C, rsc, csc};
+    job jb = {&g->ti, g->tier, k, n, alpha, beta, A, rsa, csa, B, rsb, csb,
+              C, rsc, csc, 0, NULL, NULL};
     run(g, slot, m, n, &jb);
 }
 
@@ -596,27 +676,52 @@ void bert__sgemm1(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
               csb, beta, C, rsc, csc);
 }
 
+/* Whether W's panels serve this context's tier (else the product runs
+ * from the float32 originals). */
+static int panels_usable(const bert_gemm_ctx *g, const bert_wmat *W)
+{
+    if (g->tier == BERT_KERNELS_BLIS || !W->panels)
+        return 0;
+    /* Sessions refuse a tier that cannot run the precision; from elsewhere,
+     * stay correct with float32. */
+    return W->prec == BERT_PRECISION_FP32 || (g->lowp & 1u << W->prec);
+}
+
+void bert__gemm_wn(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
+                   size_t ldx, size_t nw, const bert_wmat *const *W,
+                   float beta, float *const *Y, size_t ldy)
+{
+    if (m == 0 || nw == 0)
+        return;
+    int joint = nw <= MAX_W;
+    size_t np = 0;
+    for (size_t w = 0; w < nw && joint; w++) {
+        joint = panels_usable(g, W[w]) && W[w]->k == W[0]->k &&
+                W[w]->prec == W[0]->prec && W[w]->n > 0;
+        np += (W[w]->n + BERT_PANEL - 1) / BERT_PANEL;
+    }
+    if (!joint) {
+        for (size_t w = 0; w < nw; w++) {
+            if (W[w]->n == 0)
+                continue;
+            if (panels_usable(g, W[w])) {
+                bert__gemm_wn(g, slot, m, X, ldx, 1, &W[w], beta, &Y[w], ldy);
+                continue;
+            }
+            sgemm_any(g, slot, m, W[w]->n, W[w]->k, 1.0f, X, (ptrdiff_t)ldx, 1,
+                      W[w]->w, 1, (ptrdiff_t)W[w]->k, beta, Y[w],
+                      (ptrdiff_t)ldy, 1);
+        }
+        return;
+    }
+    job jb = {&g->ti, g->tier, W[0]->k, np * BERT_PANEL, 1.0f, beta, X,
+              (ptrdiff_t)ldx, 1, NULL, 0, 0, NULL, (ptrdiff_t)ldy, 1, nw, W, Y};
+    run(g, slot, m, jb.n, &jb);
+}
+
 void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   size_t ldx, const bert_wmat *W, float beta, float *Y,
                   size_t ldy)
 {
-    if (m == 0 || W->n == 0)
-        return;
-    if (g->tier == BERT_KERNELS_BLIS || !W->panels) {
-        sgemm_any(g, slot, m, W->n, W->k, 1.0f, X, (ptrdiff_t)ldx, 1, W->w, 1,
-                  (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
-        return;
-    }
-    int lowp = W->prec != BERT_PRECISION_FP32;
-    if (lowp && !(g->lowp & 1u << W->prec)) {
-        /* Sessions refuse such a pairing; from elsewhere, stay correct
-         * with float32 from the originals. */
-        sgemm_any(g, slot, m, W->n, W->k, 1.0f, X, (ptrdiff_t)ldx, 1, W->w, 1,
-                  (ptrdiff_t)W->k, beta, Y, (ptrdiff_t)ldy, 1);
-        return;
-    }
-    job jb = {&g->ti, g->tier, lowp ? W : NULL, W->k, W->n, 1.0f, beta, X,
-              (ptrdiff_t)ldx, 1, NULL, 0, 0, lowp ? NULL : W->panels, Y,
-              (ptrdiff_t)ldy, 1};
-    run(g, slot, m, W->n, &jb);
+    bert__gemm_wn(g, slot, m, X, ldx, 1, &W, beta, &Y, ldy);
 }

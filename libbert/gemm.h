@@ -99,6 +99,15 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   size_t ldx, const bert_wmat *W, float beta, float *Y,
                   size_t ldy);
 
+/* The same for nw (at most 4 share the fast path) matrices of one k and
+ * precision: Y[w] := X W[w]^T + beta Y[w], all with row stride ldy.  The
+ * activations are packed (int8: quantized) once for all of them, and
+ * threads split their panels together, so Q, K and V cost one product's
+ * overhead and, with the column split, one barrier instead of three. */
+void bert__gemm_wn(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
+                   size_t ldx, size_t nw, const bert_wmat *const *W,
+                   float beta, float *const *Y, size_t ldy);
+
 /* Packs W->w into W->panels (allocated here) in W->prec's layout on
  * n_threads threads (INT8: symmetric per output channel, scale max|w|/127;
  * BF16: rounded to nearest even).  BERT_OK or BERT_ENOMEM. */

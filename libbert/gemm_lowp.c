@@ -268,10 +268,10 @@ static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
 #endif
 }
 
-int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
-                  const bert_wmat *W, int acc, float *Y, size_t ldy,
-                  size_t i0, size_t i1, size_t j0, size_t j1, void *buf,
-                  size_t bytes)
+int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
+                  const bert_wmat *const *W, const size_t *c0,
+                  const size_t *c1, int acc, float *const *Y, size_t ldy,
+                  size_t m, void *buf, size_t bytes)
 {
     lp_tier t = {tier == BERT_KERNELS_AVX512, 0, 0};
 #if BERT_HAVE_X86_KERNELS
@@ -280,9 +280,8 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
 #else
     return -1;
 #endif
-    bert_precision prec = W->prec;
-    size_t k = W->k, n = W->n, kg = bert__lp_groups(k, prec);
-    size_t np = (n + BERT_PANEL - 1) / BERT_PANEL;
+    bert_precision prec = W[0]->prec;
+    size_t k = W[0]->k, kg = bert__lp_groups(k, prec);
     size_t rowb = (kg * 4 + 63) & ~(size_t)63;
     /* buf: one row of scratch, then per block row a scale, a zero point
      * and its groups. */
@@ -297,36 +296,40 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
     float *rs = (float *)((char *)buf + rowb);
     int32_t *rz = (int32_t *)(rs + mcl);
     uint32_t *ap = (uint32_t *)(((uintptr_t)(rz + mcl) + 63) & ~(uintptr_t)63);
-    const uint32_t *panels = W->panels;
-    const float *scale = (const float *)(panels + np * kg * BERT_PANEL);
-    const int32_t *sum = (const int32_t *)(scale + np * BERT_PANEL);
     float tile[BERT_AVX512_MR * BERT_PANEL] __attribute__((aligned(64)));
-    for (size_t ic = i0; ic < i1; ic += mcl) {
-        size_t mc = i1 - ic < mcl ? i1 - ic : mcl;
+    for (size_t ic = 0; ic < m; ic += mcl) {
+        size_t mc = m - ic < mcl ? m - ic : mcl;
+        /* The activations once for every matrix (Q, K and V share them). */
         pack_a(&t, prec, ap, rs, rz, X + ic * ldx, ldx, mc, k, kg, row);
-        for (size_t jc = j0; jc < j1; jc += t.nr) {
-            size_t jp = jc / BERT_PANEL, jn = jc % BERT_PANEL;
-            size_t nr = j1 - jc < t.nr ? j1 - jc : t.nr;
-            const uint32_t *b = panels + jp * kg * BERT_PANEL + jn;
-            const float *cs = scale + jc;
-            const int32_t *csum = sum + jc;
-            for (size_t ir = 0; ir < mc; ir += t.mr) {
-                size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
-                const uint32_t *a = ap + ir * kg;
-                float *c = Y + (ic + ir) * ldy + jc;
-                if (mr == t.mr && nr == t.nr) {
-                    ukr(&t, prec, kg, a, b, c, ldy, rs + ir, rz + ir, cs,
-                        csum, acc);
-                    continue;
-                }
-                ukr(&t, prec, kg, a, b, tile, t.nr, rs + ir, rz + ir, cs,
-                    csum, 0);
-                for (size_t i = 0; i < mr; i++)
-                    for (size_t j = 0; j < nr; j++) {
-                        float *cij = c + i * ldy + j;
-                        *cij = acc ? *cij + tile[i * t.nr + j]
-                                   : tile[i * t.nr + j];
+        for (size_t w = 0; w < nw; w++) {
+            size_t np = (W[w]->n + BERT_PANEL - 1) / BERT_PANEL;
+            const uint32_t *panels = W[w]->panels;
+            const float *scale = (const float *)(panels + np * kg * BERT_PANEL);
+            const int32_t *sum = (const int32_t *)(scale + np * BERT_PANEL);
+            for (size_t jc = c0[w]; jc < c1[w]; jc += t.nr) {
+                size_t jp = jc / BERT_PANEL, jn = jc % BERT_PANEL;
+                size_t nr = c1[w] - jc < t.nr ? c1[w] - jc : t.nr;
+                const uint32_t *b = panels + jp * kg * BERT_PANEL + jn;
+                const float *cs = scale + jc;
+                const int32_t *csum = sum + jc;
+                for (size_t ir = 0; ir < mc; ir += t.mr) {
+                    size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
+                    const uint32_t *a = ap + ir * kg;
+                    float *c = Y[w] + (ic + ir) * ldy + jc;
+                    if (mr == t.mr && nr == t.nr) {
+                        ukr(&t, prec, kg, a, b, c, ldy, rs + ir, rz + ir, cs,
+                            csum, acc);
+                        continue;
                     }
+                    ukr(&t, prec, kg, a, b, tile, t.nr, rs + ir, rz + ir, cs,
+                        csum, 0);
+                    for (size_t i = 0; i < mr; i++)
+                        for (size_t j = 0; j < nr; j++) {
+                            float *cij = c + i * ldy + j;
+                            *cij = acc ? *cij + tile[i * t.nr + j]
+                                       : tile[i * t.nr + j];
+                        }
+                }
             }
         }
     }

@@ -16,14 +16,16 @@ size_t bert__lp_size(size_t n, size_t k, bert_precision p);
 /* Packs W->w in W->prec (INT8 or BF16) into W->panels.  BERT_OK or
  * BERT_ENOMEM. */
 int bert__lp_pack(bert_wmat *W, int n_threads);
-/* Rows [i0,i1) and columns [j0,j1) (j0 a multiple of BERT_PANEL) of
- * Y := X W^T, added to Y when acc, for W packed in INT8 or BF16, with
- * tier's micro-kernels (AVX512 or AVX2, which must run W->prec here).  buf:
- * scratch of `bytes` bytes, 64-byte aligned.  0, or -1 when buf cannot
- * hold one block of rows (k absurdly large): nothing was written. */
-int bert__lp_part(bert_kernels tier, const float *X, size_t ldx,
-                  const bert_wmat *W, int acc, float *Y, size_t ldy,
-                  size_t i0, size_t i1, size_t j0, size_t j1, void *buf,
-                  size_t bytes);
+/* Rows [0,m) of Y_w := X W_w^T (added to Y_w when acc), columns
+ * [c0[w],c1[w]) (c0 a multiple of BERT_PANEL), for nw matrices packed in
+ * the same precision (INT8 or BF16) with the same k: the activations are
+ * quantized once for all of them.  tier's micro-kernels (AVX512 or AVX2,
+ * which must run that precision here).  buf: scratch of `bytes` bytes,
+ * 64-byte aligned.  0, or -1 when buf cannot hold one block of rows (k
+ * absurdly large): nothing was written. */
+int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
+                  const bert_wmat *const *W, const size_t *c0,
+                  const size_t *c1, int acc, float *const *Y, size_t ldy,
+                  size_t m, void *buf, size_t bytes);
 
 #endif

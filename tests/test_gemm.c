@@ -424,6 +424,70 @@ static void test_lowp_weights(void)
                                         BERT_KERNELS_BLIS, NULL, 0));
 }
 
+/* bert__gemm_wn (Q, K and V as one product) gives each matrix bit for
+ * bit what bert__gemm_w gives it alone, in every precision and tier, on
+ * the threads (joint column split) and through a slot. */
+static void test_joint_weights(void)
+{
+    static const bert_precision precs[] = {
+        BERT_PRECISION_FP32, BERT_PRECISION_INT8, BERT_PRECISION_BF16};
+    static const size_t ns[3] = {64, 48, 100};
+    for (size_t pi = 0; pi < 3; pi++)
+        for (size_t ti = 0; ti < N_TIERS; ti++) {
+            if (!bert__precision_supported(precs[pi], tiers[ti], NULL, 0))
+                continue;
+            for (int threads = 1; threads <= 2; threads++) {
+                bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+                for (size_t m = 1; m <= 130; m += 43) {
+                    size_t k = 200;
+                    bert_wmat W[3];
+                    const bert_wmat *Wp[3];
+                    float *X = rand_buf(m * k), *Y[3], *R[3], *Wt[3];
+                    for (int j = 0; j < 3; j++) {
+                        Wt[j] = rand_buf(ns[j] * k);
+                        W[j] = (bert_wmat){Wt[j], NULL, ns[j], k, precs[pi]};
+                        if (tiers[ti] != BERT_KERNELS_BLIS)
+                            CU_ASSERT_EQUAL_FATAL(bert__wmat_pack(&W[j], 1),
+                                                  BERT_OK);
+                        Wp[j] = &W[j];
+                        Y[j] = rand_buf(m * 100);
+                        R[j] = malloc(m * 100 * sizeof(float));
+                        memcpy(R[j], Y[j], m * 100 * sizeof(float));
+                        bert__gemm_w(g, -1, m, X, k, &W[j], 1.0f, R[j], 100);
+                    }
+                    for (int slot = -1; slot < 1; slot++) {
+                        float *Z[3];
+                        for (int j = 0; j < 3; j++) {
+                            Z[j] = malloc(m * 100 * sizeof(float));
+                            memcpy(Z[j], Y[j], m * 100 * sizeof(float));
+                        }
+                        bert__gemm_wn(g, slot < 0 ? -1 : threads - 1, m, X, k,
+                                      3, Wp, 1.0f, Z, 100);
+                        for (int j = 0; j < 3; j++) {
+                            int same = !memcmp(Z[j], R[j],
+                                               m * 100 * sizeof(float));
+                            if (!same)
+                                printf("\n  joint %s %s %d thr slot %d m %zu "
+                                       "matrix %d differs",
+                                       bert__precision_name(precs[pi]),
+                                       bert__gemm_ctx_kernels(g), threads,
+                                       slot, m, j);
+                            CU_ASSERT(same);
+                            free(Z[j]);
+                        }
+                    }
+                    for (int j = 0; j < 3; j++) {
+                        bert__wmat_free(&W[j]);
+                        free(Wt[j]), free(Y[j]), free(R[j]);
+                    }
+                    free(X);
+                }
+                bert__gemm_ctx_free(g);
+            }
+        }
+}
+
 /* Tier names, parsing and what AUTO resolves to. */
 static void test_tiers(void)
 {
@@ -460,6 +524,7 @@ int main(void)
     CU_add_test(su, "sgemm1 slots from threads", test_sgemm1_slots);
     CU_add_test(su, "packed weights", test_packed_weights);
     CU_add_test(su, "int8 and bf16 weights", test_lowp_weights);
+    CU_add_test(su, "Q, K, V as one product", test_joint_weights);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
