@@ -11,6 +11,10 @@ noisy round moves neither engine.  The last lines give the FMA peak runs
 table's last column divides each case's GFLOP/s by the median measured peak
 for its thread count.  libbert's GFLOP/s count the work it runs (sequence
 models: the last layer for [CLS] only).
+
+Runs with PRECISIONS (int8, bf16) give one table per libbert precision:
+int8 against ONNX Runtime's int8; bf16 against ONNX Runtime's fp32 and int8
+and against libbert's fp32 of the same run.
 """
 import json
 import statistics
@@ -36,32 +40,48 @@ def main(paths):
                         (r["gflops"], r["peak_gflops"], r["pct_of_peak"],
                          r.get("gemm_kernels", "?")))
                     continue
-                key = (r["engine"], r["model"], r["threads"], r["case"])
+                model, prec = r["model"], r.get("precision", "fp32")
+                if model.endswith(".int8"):  # ONNX Runtime's quantized model
+                    model, prec = model[:-5], "int8"
+                key = (r["engine"], model, r["threads"], r["case"], prec)
                 ms.setdefault(key, []).append(r["median_ms"])
                 if r["engine"] == "libbert":
                     extra.setdefault(key[1:], []).append(r["gflops"])
-    batch = {"b1s128": 1, "b32s128": 32, "mixed32": 32, "b1s512": 1}
-    print(f"Medians over {len(paths)} round(s).\n")
-    print("| model | threads | batch x tokens | ORT ms | libbert ms | "
-          "ORT seq/s | libbert seq/s | libbert / ORT | libbert GFLOP/s | "
-          "of FMA peak |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"Medians over {len(paths)} round(s); ratios are throughput "
+          "ratios (the other engine's ms over libbert's).")
     peak = {t: statistics.median(p[1] for p in v) for t, v in peaks.items()}
     models = sorted({k[1] for k in ms}, key=lambda m: m != "minilm-l6-h384")
-    for model in models:
-        for t in sorted({k[2] for k in ms if k[1] == model}):
-            for c in CASES:
-                o = ms.get(("ort", model, t, c))
-                lb = ms.get(("libbert", model, t, c))
-                if not o or not lb:
-                    continue
-                om, lm = statistics.median(o), statistics.median(lb)
-                g = statistics.median(extra[(model, t, c)])
-                os_, ls = batch[c] * 1e3 / om, batch[c] * 1e3 / lm
-                pk = f"{100 * g / peak[t]:.0f}%" if t in peak else "-"
-                print(f"| {model} | {t} | {LABEL[c]} | {om:.1f} | {lm:.1f} | "
-                      f"{os_:.2f} | {ls:.2f} | **{ls / os_:.2f}x** | {g:.1f} | "
-                      f"{pk} |")
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    for prec in ("fp32", "int8", "bf16"):
+        if not any(k[0] == "libbert" and k[4] == prec for k in ms):
+            continue
+        refs = {"fp32": ["fp32"], "int8": ["int8"], "bf16": ["fp32", "int8"]}[prec]
+        own = prec == "bf16"  # bf16 also against libbert's fp32
+        print(f"\nlibbert {prec}:\n")
+        head = "| model | threads | batch x tokens | "
+        head += "".join(f"ORT {r} ms | " for r in refs) + f"libbert {prec} ms | "
+        head += "".join(f"libbert / ORT {r} | " for r in refs)
+        head += ("libbert bf16 / fp32 | " if own else "")
+        head += "libbert GFLOP/s | of FMA peak |"
+        print(head)
+        print("|---" * (head.count("|") - 1) + "|")
+        for model in models:
+            for t in sorted({k[2] for k in ms if k[1] == model}):
+                for c in CASES:
+                    lb = med.get(("libbert", model, t, c, prec))
+                    os_ = [med.get(("ort", model, t, c, r)) for r in refs]
+                    if not lb or not all(os_):
+                        continue
+                    g = statistics.median(extra[(model, t, c, prec)])
+                    pk = f"{100 * g / peak[t]:.0f}%" if t in peak else "-"
+                    row = f"| {model} | {t} | {LABEL[c]} | "
+                    row += "".join(f"{o:.1f} | " for o in os_) + f"{lb:.1f} | "
+                    row += "".join(f"**{o / lb:.2f}x** | " for o in os_)
+                    if own:
+                        f32 = med.get(("libbert", model, t, c, "fp32"))
+                        row += f"{f32 / lb:.2f}x | " if f32 else "- | "
+                    row += f"{g:.1f} | {pk} |"
+                    print(row)
     for t in sorted(peaks):
         for g, p, pct, k in peaks[t]:
             print(f"\npeak run, {t} thread(s): encoder {g:.1f} GFLOP/s, FMA peak "

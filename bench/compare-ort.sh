@@ -3,6 +3,10 @@
 # machine load (see docs/performance.md).  One JSON line per engine and case;
 # lines starting with '#' give the time and load average.
 #   bench/compare-ort.sh [BUILD_DIR]     (env SHAPES, THREADS to narrow)
+# PRECISIONS="fp32 int8 bf16" (default fp32) also runs libbert in those
+# precisions, with ONNX Runtime's int8 (quantize_dynamic, per channel) for
+# int8 and bf16 (ONNX Runtime has no bf16 on x86 CPUs: bf16 is compared with
+# both of its precisions and with libbert's fp32).
 # Needs ../shared/bench/ort (node, npm, Debian python3-torch for the export).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,9 +24,15 @@ for shape in ${SHAPES:-minilm-l6-h384 bert-base}; do
         b1s512) a="--batch 1 --seq 512" ;;
       esac
       echo "# $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
-      "$ort/run.sh" "$shape" "$t" "$c" 2>/dev/null
-      "$bench" --shape "$shape" $a --threads "$t" --json --no-peak --no-blis |
-        sed "s/^{/{\"case\":\"$c\",/"
+      precs=${PRECISIONS:-fp32}
+      case " $precs " in *" fp32 "*|*" bf16 "*)
+        "$ort/run.sh" "$shape" "$t" "$c" 2>/dev/null ;; esac
+      case " $precs " in *" int8 "*|*" bf16 "*)
+        "$ort/run.sh" "$shape" "$t" "$c" int8 2>/dev/null ;; esac
+      for p in $precs; do
+        "$bench" --shape "$shape" $a --threads "$t" --precision "$p" --json \
+          --no-peak --no-blis | sed "s/^{/{\"case\":\"$c\",/"
+      done
     done
   done
 done

@@ -222,30 +222,42 @@ static void bf16_row(const lp_tier *t, uint16_t *h, const float *x, size_t k)
 
 /* Rows [0,mc) of X into MR-row panels of groups: panel r holds
  * a[g*MR + i] = group g of row r*MR + i (rows past mc zero), with each
- * row's scale and zero point (int8).  row: scratch of kg*4 bytes. */
+ * row's scale and zero point (int8).  rows: scratch of MR rows of kg*4
+ * bytes each. */
 static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
                    float *rs, int32_t *rz, const float *X, size_t ldx,
-                   size_t mc, size_t k, size_t kg, uint32_t *row)
+                   size_t mc, size_t k, size_t kg, uint32_t *rows)
 {
     size_t MR = t->mr;
-    for (size_t r = 0; r < mc; r += MR, dst += kg * MR)
+    for (size_t r = 0; r < mc; r += MR, dst += kg * MR) {
         for (size_t i = 0; i < MR; i++) {
+            uint32_t *row = rows + i * kg;
+            row[kg - 1] = 0; /* the padding of a last partial group */
             if (r + i >= mc) {
                 rs[r + i] = 0.0f;
                 rz[r + i] = 0;
-                for (size_t g = 0; g < kg; g++)
-                    dst[g * MR + i] = 0;
+                memset(row, 0, kg * 4);
                 continue;
             }
-            row[kg - 1] = 0; /* the padding of a last partial group */
             const float *x = X + (r + i) * ldx;
             if (prec == BERT_PRECISION_INT8)
                 quant_row(t, (uint8_t *)row, x, k, &rs[r + i], &rz[r + i]);
             else
                 bf16_row(t, (uint16_t *)row, x, k);
-            for (size_t g = 0; g < kg; g++)
-                dst[g * MR + i] = row[g];
         }
+#if BERT_HAVE_X86_KERNELS
+        if (MR == 8) {
+            /* 32-bit groups moved as floats: the transposes only shuffle
+             * bits, they never compute with them. */
+            bert__transpose8((float *)dst, 8, (const float *)rows,
+                             (ptrdiff_t)kg, kg);
+            continue;
+        }
+#endif
+        for (size_t g = 0; g < kg; g++)
+            for (size_t i = 0; i < MR; i++)
+                dst[g * MR + i] = rows[i * kg + g];
+    }
 }
 
 /* ---- the loops ----------------------------------------------------------- */
@@ -282,8 +294,8 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
 #endif
     bert_precision prec = W[0]->prec;
     size_t k = W[0]->k, kg = bert__lp_groups(k, prec);
-    size_t rowb = (kg * 4 + 63) & ~(size_t)63;
-    /* buf: one row of scratch, then per block row a scale, a zero point
+    size_t rowb = (t.mr * kg * 4 + 63) & ~(size_t)63;
+    /* buf: MR rows of scratch, then per block row a scale, a zero point
      * and its groups. */
     if (bytes < rowb + 64)
         return -1;
@@ -292,7 +304,7 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
     mcl -= mcl % t.mr;
     if (mcl < t.mr)
         return -1; /* k beyond any sane model: the caller uses float32 */
-    uint32_t *row = buf;
+    uint32_t *rows = buf;
     float *rs = (float *)((char *)buf + rowb);
     int32_t *rz = (int32_t *)(rs + mcl);
     uint32_t *ap = (uint32_t *)(((uintptr_t)(rz + mcl) + 63) & ~(uintptr_t)63);
@@ -300,7 +312,7 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
     for (size_t ic = 0; ic < m; ic += mcl) {
         size_t mc = m - ic < mcl ? m - ic : mcl;
         /* The activations once for every matrix (Q, K and V share them). */
-        pack_a(&t, prec, ap, rs, rz, X + ic * ldx, ldx, mc, k, kg, row);
+        pack_a(&t, prec, ap, rs, rz, X + ic * ldx, ldx, mc, k, kg, rows);
         for (size_t w = 0; w < nw; w++) {
             size_t np = (W[w]->n + BERT_PANEL - 1) / BERT_PANEL;
             const uint32_t *panels = W[w]->panels;
