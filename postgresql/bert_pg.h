@@ -26,6 +26,7 @@
 
 extern int bert_pg_threads;          /* bert.threads */
 extern int bert_pg_kernels;          /* bert.kernels (a bert_kernels) */
+extern int bert_pg_precision;        /* bert.precision (a bert_precision) */
 extern char *bert_pg_pack_cache;     /* bert.pack_cache_dir */
 extern char *bert_pg_model_dir;      /* bert.model_dir */
 extern int bert_pg_max_input_bytes;  /* bert.max_input_bytes */

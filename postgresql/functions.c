@@ -35,6 +35,7 @@ PG_MODULE_MAGIC;
 
 int bert_pg_threads = 1;
 int bert_pg_kernels = BERT_KERNELS_AUTO;
+int bert_pg_precision = BERT_PRECISION_FP32;
 char *bert_pg_pack_cache = NULL;
 
 static const struct config_enum_entry kernels_options[] = {
@@ -42,6 +43,11 @@ static const struct config_enum_entry kernels_options[] = {
     {"avx512", BERT_KERNELS_AVX512, false},
     {"avx2", BERT_KERNELS_AVX2, false},
     {"blis", BERT_KERNELS_BLIS, false},
+    {NULL, 0, false}};
+static const struct config_enum_entry precision_options[] = {
+    {"fp32", BERT_PRECISION_FP32, false},
+    {"bf16", BERT_PRECISION_BF16, false},
+    {"int8", BERT_PRECISION_INT8, false},
     {NULL, 0, false}};
 char *bert_pg_model_dir = NULL;
 int bert_pg_max_input_bytes = 1 << 20;
@@ -64,6 +70,15 @@ void _PG_init(void)
         "sgemm on the mapped weights, one copy shared by all backends.",
         &bert_pg_kernels, BERT_KERNELS_AUTO, kernels_options, PGC_SUSET, 0,
         NULL, NULL, NULL);
+    DefineCustomEnumVariable(
+        "bert.precision", "Precision of the weight products of models loaded "
+        "from now on.",
+        "fp32: exact (the default); int8: weights quantized at load, "
+        "faster on CPUs with AVX512-VNNI or AVX-VNNI; bf16: half the "
+        "memory, needs AVX512-BF16.  Results move slightly: see libbert's "
+        "docs/precision.md.  A CPU that cannot run it fails the load.",
+        &bert_pg_precision, BERT_PRECISION_FP32, precision_options, PGC_SUSET,
+        0, NULL, NULL, NULL);
     DefineCustomStringVariable(
         "bert.pack_cache_dir",
         "Where packed weights are kept as files shared by all backends.",

@@ -186,6 +186,7 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
     memset(&err, 0, sizeof err);
     bert_model_params mp = bert_model_default_params();
     mp.kernels = (bert_kernels)bert_pg_kernels;
+    mp.precision = (bert_precision)bert_pg_precision;
     /* Packed weights shared by every backend through a cache file (libbert
      * falls back to private memory if the directory cannot be used). */
     char cache[MAXPGPATH];
@@ -201,7 +202,9 @@ static bert_pg_model *entry_load(const char *dir, const char *name,
         ereport(ERROR,
                 (errcode(rc == BERT_EMISSING ? ERRCODE_UNDEFINED_FILE
                          : rc == BERT_ENOMEM ? ERRCODE_OUT_OF_MEMORY
-                                             : ERRCODE_DATA_CORRUPTED),
+                         : rc == BERT_EUNSUPPORTED
+                             ? ERRCODE_FEATURE_NOT_SUPPORTED
+                             : ERRCODE_DATA_CORRUPTED),
                  errmsg("%s: cannot load model \"%s\": %s", fn, name,
                         err.text[0] ? err.text : bert_strerror(rc)),
                  errhint("The directory must hold a BERT or DistilBERT model "

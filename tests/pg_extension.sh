@@ -224,6 +224,20 @@ expect_zero "bert.threads = 2 vs 1" "
     LATERAL (SELECT set_config('bert.threads', '2', true)) s,
     LATERAL bert_classify('sentiment', a.text) t
     WHERE t.label <> (r.r).label OR abs(t.score - (r.r).score) > 1e-6"
+# bert.precision: int8 where this CPU runs it (the label of a clear case as
+# with fp32); with the blis kernels it is refused, naming why
+if "$top_builddir/apps/bert-sentiment" --precision int8 x >/dev/null 2>&1; then
+    s="SELECT label FROM bert_classify('sentiment', 'a gorgeous, moving film')"
+    v=$(pg_sql main -At -c "SET bert.precision = 'int8'; $s") ||
+        die "bert.precision int8: query failed"
+    [ "$v" = "$(q "$s")" ] || die "bert.precision int8: label '$v' differs"
+fi
+pg_sql main -At -c "SET bert.kernels = 'blis'; SET bert.precision = 'int8';
+    SELECT label FROM bert_classify('sentiment', 'x')" 2>"$tmp/prec.err" &&
+    die "bert.precision int8 with bert.kernels blis was accepted"
+grep -q "fp32 only" "$tmp/prec.err" ||
+    die "bert.precision int8 with blis: $(cat "$tmp/prec.err")"
+
 # a LATIN1 database: texts are converted to UTF-8 (offsets in characters)
 pg_sql main -c "CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0" ||
     die "LATIN1 database"
