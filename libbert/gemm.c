@@ -55,9 +55,14 @@ enum { KC = BERT_GEMM_KC, MC = BERT_GEMM_MC, NCP = 16 };
 /* Largest MR of the tiers (edge tiles go through a local tile). */
 #define MAX_MR 16
 
+typedef void (*bert_ukr_edge_fn)(size_t k, const float *a, const float *b,
+                                 size_t ldb, float *c, size_t ldc,
+                                 float alpha, int accumulate, size_t nr);
+
 typedef struct tier_info {
     bert_ukr_fn ukr;
     size_t mr, nr; /* nr divides BERT_PANEL */
+    bert_ukr_edge_fn edge; /* full rows, nr < NR columns (or NULL) */
 } tier_info;
 
 struct bert_gemm_ctx {
@@ -159,9 +164,10 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
     g->rntm = init;
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512)
-        g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR};
+        g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
+                            bert__ukr_avx512_edge};
     else if (k == BERT_KERNELS_AVX2)
-        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR};
+        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL};
 #endif
     for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
         if (bert__precision_supported((bert_precision)p, k, NULL, 0))
@@ -388,6 +394,11 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                            (ptrdiff_t)j0 * csc;
                 if (mr == MR && nr == NR && csc == 1) {
                     t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc);
+                    continue;
+                }
+                if (mr == MR && csc == 1 && t->edge) {
+                    t->edge(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc,
+                            nr);
                     continue;
                 }
                 t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0);

@@ -73,6 +73,68 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 #endif
 
 #if BERT_HAVE_X86_KERNELS
+/* Edge columns: the same 8-row tile for nr < 48 columns, with NV = 1 or 2
+ * vectors of accumulators and a masked store of the last, instead of the
+ * full tile into a scratch buffer and a copy: attention's products have
+ * 64 (head) or sequence-length columns, so every row of them ends in one. */
+#define EDGE_KERNEL(NV)                                                       \
+    __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))         \
+    static void ukr_edge##NV(size_t k, const float *a, const float *b,        \
+                             size_t ldb, float *c, size_t ldc, float alpha,   \
+                             int accumulate, __mmask16 last)                   \
+    {                                                                         \
+        __m512 acc[MR][NV];                                                   \
+        for (int i = 0; i < MR; i++)                                          \
+            for (int v = 0; v < NV; v++)                                      \
+                acc[i][v] = _mm512_setzero_ps();                              \
+        for (size_t p = 0; p < k; p++, a += MR, b += ldb) {                   \
+            __m512 bv[NV];                                                    \
+            for (int v = 0; v < NV; v++)                                      \
+                bv[v] = _mm512_loadu_ps(b + 16 * v);                          \
+            for (int i = 0; i < MR; i++) {                                    \
+                __m512 ai = _mm512_set1_ps(a[i]);                             \
+                for (int v = 0; v < NV; v++)                                  \
+                    acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);        \
+            }                                                                 \
+        }                                                                     \
+        const __m512 va = _mm512_set1_ps(alpha);                              \
+        for (int i = 0; i < MR; i++)                                          \
+            for (int v = 0; v < NV; v++) {                                    \
+                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;         \
+                float *cq = c + i * ldc + 16 * v;                             \
+                __m512 r = _mm512_mul_ps(va, acc[i][v]);                      \
+                if (accumulate)                                               \
+                    r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, cq));       \
+                _mm512_mask_storeu_ps(cq, m, r);                              \
+            }                                                                 \
+    }
+EDGE_KERNEL(1)
+EDGE_KERNEL(2)
+
+void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
+                           size_t ldb, float *c, size_t ldc, float alpha,
+                           int accumulate, size_t nr)
+{
+    if (nr > 32) {
+        /* three vectors: the full kernel into a tile, then the columns */
+        float t[MR * 48] __attribute__((aligned(64)));
+        bert__ukr_avx512(k, a, b, ldb, t, 48, alpha, 0);
+        for (int i = 0; i < MR; i++)
+            for (size_t j = 0; j < nr; j++)
+                c[i * ldc + j] = accumulate ? c[i * ldc + j] + t[i * 48 + j]
+                                            : t[i * 48 + j];
+        return;
+    }
+    size_t rem = nr > 16 ? nr - 16 : nr;
+    __mmask16 last = (__mmask16)((1u << rem) - 1);
+    if (nr > 16)
+        ukr_edge2(k, a, b, ldb, c, ldc, alpha, accumulate, last);
+    else
+        ukr_edge1(k, a, b, ldb, c, ldc, alpha, accumulate, last);
+}
+#endif
+
+#if BERT_HAVE_X86_KERNELS
 /* dst[p*ld + i] = src[i*ss + p] for i < 8, p < kc: eight contiguous source
  * rows become kc groups of 8, through in-register 8x8 transposes instead of
  * 64 scalar moves per block.  Packs the AVX-512 kernel's 8-row A panels

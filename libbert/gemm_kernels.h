@@ -41,6 +41,12 @@ typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
 enum { BERT_AVX512_MR = 8, BERT_AVX512_NR = 48 };
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate);
+/* The same tile for the first nr (1..47) columns only: C is read and
+ * written in those columns alone (masked), B still read 48 wide (panels
+ * are zero-padded to it). */
+void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
+                           size_t ldb, float *c, size_t ldc, float alpha,
+                           int accumulate, size_t nr);
 /* dst[p*ld + i] = src[i*ss + p] for i < 8, p < kc (needs AVX2): packs
  * 8-row A panels (ld 8) and transposed B panels (ld BERT_PANEL). */
 void bert__transpose8(float *restrict dst, size_t ld, const float *src,
