@@ -114,10 +114,14 @@ static void pack_panel(unsigned char *p, const bert_wmat *W, size_t jp)
         if (j >= n)
             continue;
         const float *w = W->w + j * k;
+        /* Value q of column c is byte or half q % G of group q / G, in
+         * memory order (little-endian lanes, as the instructions read). */
+        unsigned char *col = (unsigned char *)(panel + c);
         if (W->prec == BERT_PRECISION_BF16) {
-            for (size_t q = 0; q < k; q++)
-                ((uint16_t *)(panel + (q / 2) * BERT_PANEL + c))[q % 2] =
-                    bf16_of(w[q]);
+            for (size_t q = 0; q < k; q++) {
+                uint16_t h = bf16_of(w[q]);
+                memcpy(col + (q / 2) * BERT_PANEL * 4 + (q % 2) * 2, &h, 2);
+            }
             continue;
         }
         float mx = 0.0f;
@@ -127,7 +131,7 @@ static void pack_panel(unsigned char *p, const bert_wmat *W, size_t jp)
         int32_t s = 0;
         for (size_t q = 0; q < k; q++) {
             int8_t v = q8_of(w[q], inv);
-            ((int8_t *)(panel + (q / 4) * BERT_PANEL + c))[q % 4] = v;
+            memcpy(col + (q / 4) * BERT_PANEL * 4 + q % 4, &v, 1);
             s += v;
         }
         scale[j] = mx / 127.0f;
