@@ -4,7 +4,8 @@
 # Hugging Face within 1e-4 (tests/infer_check), on 1 and 2 threads; a tier
 # the CPU lacks exits 2 naming the missing feature; an unknown name exits 1;
 # bert-bench --kernels reports the tier it ran and whether the weights were
-# packed.
+# packed; bf16 and int8 likewise (--precision), within their measured
+# bounds.
 . "$(dirname "$0")/lib.sh"
 INFER=$top_builddir/apps/bert-infer
 BENCH=$top_builddir/apps/bert-bench
@@ -47,6 +48,54 @@ for k in avx512 avx2 blis; do
 done
 [ -n "$ran" ] || die "no tier ran (blis always should)"
 case $ran in *blis*) ;; *) die "the blis tier did not run" ;; esac
+
+# The reduced precisions through the tools: bert-infer --precision P on
+# every fixture within the bounds tests/test_model asserts (docs/precision.md),
+# 1 and 2 threads; where this CPU cannot run P, exit 2 naming the feature.
+for p in bf16 int8; do
+    case $p in
+    bf16) tl=0.03 th=0.06 ;;
+    int8) tl=0.1 th=0.2 ;;
+    esac
+    echo "a text" | "$INFER" --model "$FIXTURES/bert-seq-uncased" --precision $p \
+        > "$tmp/probe.out" 2> "$tmp/probe.err"
+    st=$?
+    if [ $st = 2 ] && grep -q "lacks\|neither" "$tmp/probe.err"; then
+        echo "precision $p: not on this CPU ($(cat "$tmp/probe.err"))"
+        continue
+    fi
+    [ $st = 0 ] || { die "precision $p: bert-infer exited $st: $(cat "$tmp/probe.err")"; continue; }
+    for fix in "$FIXTURES"/*/; do
+        fix=${fix%/}
+        [ -f "$fix/expected.json" ] && [ -f "$fix/texts.txt" ] || continue
+        f=$(basename "$fix")
+        for t in 1 2; do
+            BERT_PRECISION=$p "$INFER" --model "$fix" --threads $t --hidden \
+                --batch 7 < "$fix/texts.txt" > "$tmp/$f.$p.$t.out" 2> "$tmp/err" ||
+                die "precision $p $f --threads $t: exit $?: $(cat "$tmp/err")"
+            "$CHECK" --hidden --tol $tl --tol-hidden $th "$fix" "$tmp/$f.$p.$t.out" ||
+                die "precision $p $f --threads $t: beyond the documented bounds"
+        done
+    done
+    json=$("$BENCH" --shape bert-tiny --batch 2 --seq 16 --reps 2 --min-time 0.01 \
+           --no-peak --no-blis --json --precision $p 2> "$tmp/err") ||
+        die "bert-bench --precision $p: $(cat "$tmp/err")"
+    echo "$json" | grep -q "\"precision\":\"$p\"" ||
+        die "bert-bench --precision $p reports: $json"
+    ran="$ran $p"
+done
+# int8 with the blis tier is refused, naming why; an unknown precision is a
+# usage error
+echo "a text" | BERT_KERNELS=blis "$INFER" --model "$FIXTURES/bert-seq-uncased" \
+    --precision int8 > "$tmp/b.out" 2> "$tmp/b.err"
+st=$?
+[ $st = 2 ] && grep -q "fp32 only" "$tmp/b.err" ||
+    die "int8 with BERT_KERNELS=blis: exit $st: $(cat "$tmp/b.err")"
+echo "a text" | "$INFER" --model "$FIXTURES/bert-seq-uncased" --precision fp16 \
+    > "$tmp/b.out" 2> "$tmp/b.err"
+st=$?
+[ $st = 1 ] && grep -q "fp16" "$tmp/b.err" ||
+    die "--precision fp16: exit $st: $(cat "$tmp/b.err")"
 
 # An unknown tier name is a usage error with a message.
 echo "a text" | BERT_KERNELS=sse "$INFER" --model "$FIXTURES/bert-seq-uncased" > "$tmp/u.out" 2> "$tmp/u.err"
