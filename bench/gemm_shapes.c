@@ -5,6 +5,10 @@
  *
  *   make bench/gemm_shapes && bench/gemm_shapes [avx512|avx2]   (GFLOP/s)
  *
+ * The dense products also run on int8 and bf16 weights (gemm_lowp.c) where
+ * this CPU and tier run them: G(FL)OP/s count a multiply-add as 2, as for
+ * float32.
+ *
  * Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), best of 5, so
  * other processes on the machine disturb the figures less.  Dense products
  * are Y(m,out) = X(m,in) W^T, rotating over 24 weight matrices so that they
@@ -74,7 +78,15 @@ int main(int argc, char **argv)
     }
     float *A = malloc(4096 * 3072 * sizeof *A), *C = malloc(4096 * 3072 * sizeof *C);
     float *W[NW];
-    bert_wmat Wp[2][NW];
+    static bert_wmat Wp[3][3][NW]; /* precision, shape, matrix */
+    static const size_t io[3][2] = {{768, 768}, {768, 3072}, {3072, 768}};
+    static const bert_precision precs[3] = {
+        BERT_PRECISION_FP32, BERT_PRECISION_INT8, BERT_PRECISION_BF16};
+    int have[3];
+    for (int q = 0; q < 3; q++)
+        have[q] = bert__gemm_ctx_tier(own) != BERT_KERNELS_BLIS &&
+                  bert__precision_supported(precs[q], bert__gemm_ctx_tier(own),
+                                            NULL, 0);
     if (!A || !C)
         return 1;
     for (size_t i = 0; i < 4096 * 3072; i++)
@@ -84,26 +96,35 @@ int main(int argc, char **argv)
             return 1;
         for (size_t i = 0; i < 768 * 3072; i++)
             W[l][i] = (float)(i % 5) * 0.01f;
-        Wp[0][l] = (bert_wmat){W[l], NULL, 768, 768};
-        Wp[1][l] = (bert_wmat){W[l], NULL, 3072, 768};
-        if (bert__wmat_pack(&Wp[0][l], 1) || bert__wmat_pack(&Wp[1][l], 1))
-            return 1;
+        for (int q = 0; q < 3; q++)
+            for (int sh = 0; sh < 3; sh++) {
+                Wp[q][sh][l] = (bert_wmat){W[l], NULL, io[sh][1], io[sh][0],
+                                           precs[q]};
+                if (have[q] && bert__wmat_pack(&Wp[q][sh][l], 1))
+                    return 1;
+            }
     }
     printf("libbert kernels %s against %s; GFLOP/s (CPU time), 1 thread\n",
            bert__gemm_ctx_kernels(own), bert__gemm_ctx_kernels(blis));
-    printf("\ndense X(m,in) W^T, weights from memory:  blis / unpacked / packed\n");
+    printf("\ndense X(m,in) W^T, weights from memory: blis / unpacked / "
+           "packed fp32 / int8 / bf16 (- where this CPU has none)\n");
     static const size_t ms[] = {1, 4, 16, 32, 64, 128, 256, 512, 4096};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         printf("  m %4zu", ms[i]);
-        static const size_t io[2][2] = {{768, 768}, {768, 3072}};
-        for (int s = 0; s < 2; s++) {
-            size_t in = io[s][0], out = io[s][1];
+        for (int sh = 0; sh < 3; sh++) {
+            size_t in = io[sh][0], out = io[sh][1];
             product p = {ms[i], out, in, A, (ptrdiff_t)in, 1, W, NULL, NW, 1,
                          (ptrdiff_t)in, C};
-            product pp = p;
-            pp.Wm = Wp[s];
-            printf("   %zu->%zu %6.1f %6.1f %6.1f", in, out, gflops(&p, blis),
-                   gflops(&p, own), gflops(&pp, own));
+            printf("   %zu->%zu %6.1f %6.1f", in, out, gflops(&p, blis),
+                   gflops(&p, own));
+            for (int q = 0; q < 3; q++) {
+                product pp = p;
+                pp.Wm = Wp[q][sh];
+                if (have[q])
+                    printf(" %6.1f", gflops(&pp, own));
+                else
+                    printf("      -");
+            }
         }
         printf("\n");
     }
@@ -123,8 +144,9 @@ int main(int argc, char **argv)
         }
     for (int l = 0; l < NW; l++) {
         free(W[l]);
-        bert__wmat_free(&Wp[0][l]);
-        bert__wmat_free(&Wp[1][l]);
+        for (int q = 0; q < 3; q++)
+            for (int sh = 0; sh < 3; sh++)
+                bert__wmat_free(&Wp[q][sh][l]);
     }
     free(A);
     free(C);
