@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "apps/common.h"
+#include "libbert/bert_metrics.h"
 #include "libbert/bert_train.h"
 
 #define BERT_CFG_MAX_LABELS_APP 4096
@@ -790,86 +791,6 @@ typedef struct {
     char text[256];
 } evalres;
 
-/* seqeval (default, non-strict) chunk boundaries */
-static void tag_split(const char *t, char *prefix, const char **type)
-{
-    if (strcmp(t, "O") == 0 || strlen(t) < 2 || t[1] != '-') {
-        *prefix = (strcmp(t, "O") == 0) ? 'O' : 'B';
-        *type = strcmp(t, "O") == 0 ? "" : t;
-        return;
-    }
-    *prefix = t[0];
-    *type = t + 2;
-}
-
-static int end_chunk(char pp, const char *pt, char p, const char *t)
-{
-    if (pp == 'E' || pp == 'S')
-        return 1;
-    if (pp == 'B' && (p == 'B' || p == 'S' || p == 'O'))
-        return 1;
-    if (pp == 'I' && (p == 'B' || p == 'S' || p == 'O'))
-        return 1;
-    if (pp != 'O' && pp != '.' && strcmp(pt, t) != 0)
-        return 1;
-    return 0;
-}
-
-static int start_chunk(char pp, const char *pt, char p, const char *t)
-{
-    if (p == 'B' || p == 'S')
-        return 1;
-    if ((pp == 'E' || pp == 'S' || pp == 'O') && (p == 'E' || p == 'I'))
-        return 1;
-    if (p != 'O' && p != '.' && strcmp(pt, t) != 0)
-        return 1;
-    return 0;
-}
-
-typedef struct {
-    int32_t b, e;
-    const char *type;
-} chunk;
-
-static size_t get_chunks(const labels_t *L, const int32_t *tags, size_t n,
-                         chunk *out)
-{
-    char pp = 'O';
-    const char *pt = "";
-    size_t begin = 0, nc = 0;
-    for (size_t i = 0; i <= n; i++) {
-        char p;
-        const char *ty;
-        if (i < n)
-            tag_split(L->names[tags[i]], &p, &ty);
-        else {
-            p = 'O';
-            ty = "";
-        }
-        if (end_chunk(pp, pt, p, ty)) {
-            out[nc].b = (int32_t)begin;
-            out[nc].e = (int32_t)i - 1;
-            out[nc].type = pt;
-            nc++;
-        }
-        if (start_chunk(pp, pt, p, ty))
-            begin = i;
-        pp = p;
-        pt = ty;
-    }
-    return nc;
-}
-
-static int is_bio(const labels_t *L)
-{
-    for (size_t i = 0; i < L->n; i++) {
-        const char *s = L->names[i];
-        if (strcmp(s, "O") && !((s[0] == 'B' || s[0] == 'I') && s[1] == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 static int evaluate(bert_trainer *t, const dataset *d, int task,
                     const labels_t *L, const tk_t *k, size_t bs, size_t V,
                     double mlm_prob, uint64_t seed, evalres *res)
@@ -949,67 +870,65 @@ static int evaluate(bert_trainer *t, const dataset *d, int task,
         double ml = tot_n ? tot_loss / (double)tot_n : 0;
         res->main = -ml;
         snprintf(res->text, sizeof res->text, "dev mlm loss %.4f (ppl %.1f)",
-                 ml, exp(ml));
+                 ml, bert_perplexity(ml));
     } else if (task == BERT_TRAIN_SEQUENCE) {
-        size_t correct = 0;
-        double f1sum = 0;
+        int32_t *gold = malloc((n + 1) * sizeof *gold);
+        if (!gold)
+            return -1;
         for (size_t i = 0; i < n; i++)
-            correct += pred[i] == d->ex[i].label;
-        for (size_t c = 0; c < C; c++) {
-            size_t tp = 0, fp = 0, fn = 0;
-            for (size_t i = 0; i < n; i++) {
-                int p = pred[i] == (int32_t)c, g = d->ex[i].label == (int32_t)c;
-                tp += p && g;
-                fp += p && !g;
-                fn += !p && g;
-            }
-            double f1 = tp ? 2.0 * tp / (2.0 * tp + fp + fn) : 0.0;
-            f1sum += f1;
-        }
-        double acc = n ? (double)correct / (double)n : 0;
+            gold[i] = d->ex[i].label;
+        double acc = bert_accuracy(pred, gold, n);
+        double f1 = bert_macro_f1(pred, gold, n, C);
+        free(gold);
         res->main = acc;
         snprintf(res->text, sizeof res->text,
                  "dev loss %.4f accuracy %.4f macro-F1 %.4f (%zu examples)",
-                 tot_n ? tot_loss / (double)tot_n : 0, acc, C ? f1sum / (double)C : 0, n);
+                 tot_n ? tot_loss / (double)tot_n : 0, acc, f1, n);
     } else {
-        size_t words = 0, correct = 0;
-        size_t tp = 0, np = 0, ng = 0;
-        chunk *cg = NULL, *cp = NULL;
-        size_t ccap = 0;
-        int bio = is_bio(L);
+        /* word-level: every sentence's words in one row for the accuracy,
+         * their tag names per sentence for the entities */
+        size_t words = 0, maxw = 0;
+        for (size_t i = 0; i < n; i++) {
+            words += (size_t)d->ex[i].nwords;
+            if ((size_t)d->ex[i].nwords > maxw)
+                maxw = (size_t)d->ex[i].nwords;
+        }
+        int32_t *fg = malloc((words + 1) * sizeof *fg);
+        int32_t *fp = malloc((words + 1) * sizeof *fp);
+        const char **tg = malloc((maxw + 1) * sizeof *tg);
+        const char **tp = malloc((maxw + 1) * sizeof *tp);
+        if (!fg || !fp || !tg || !tp) {
+            free(fg);
+            free(fp);
+            free(tg);
+            free(tp);
+            return -1;
+        }
+        int bio = bert_tags_are_iob((const char *const *)L->names, L->n);
+        bert_entity_counts ec = {0, 0, 0};
+        size_t at = 0;
         for (size_t i = 0; i < n; i++) {
             const example *e = &d->ex[i];
             size_t nw = (size_t)e->nwords;
-            for (size_t w = 0; w < nw; w++)
-                correct += wpred[i][w] == e->word_tag[w];
-            words += nw;
+            memcpy(fg + at, e->word_tag, nw * sizeof *fg);
+            memcpy(fp + at, wpred[i], nw * sizeof *fp);
+            at += nw;
             if (!bio)
                 continue;
-            if (nw + 2 > ccap) {
-                ccap = (nw + 2) * 2;
-                cg = realloc(cg, ccap * sizeof *cg);
-                cp = realloc(cp, ccap * sizeof *cp);
-                if (!cg || !cp)
-                    return -1;
+            for (size_t w = 0; w < nw; w++) {
+                tg[w] = L->names[e->word_tag[w]];
+                tp[w] = L->names[wpred[i][w]];
             }
-            size_t a = get_chunks(L, e->word_tag, nw, cg);
-            size_t bcount = get_chunks(L, wpred[i], nw, cp);
-            ng += a;
-            np += bcount;
-            for (size_t x = 0; x < a; x++)
-                for (size_t y = 0; y < bcount; y++)
-                    if (cg[x].b == cp[y].b && cg[x].e == cp[y].e &&
-                        strcmp(cg[x].type, cp[y].type) == 0) {
-                        tp++;
-                        break;
-                    }
+            bert_entity_counts_add(&ec, tg, tp, nw, NULL);
         }
-        free(cg);
-        free(cp);
-        double acc = words ? (double)correct / (double)words : 0;
+        double acc = bert_accuracy(fp, fg, words);
+        free(fg);
+        free(fp);
+        free(tg);
+        free(tp);
         if (bio) {
-            double P = np ? (double)tp / (double)np : 0, R = ng ? (double)tp / (double)ng : 0;
-            double F = P + R > 0 ? 2 * P * R / (P + R) : 0;
+            double P, R, F;
+            bert_entity_scores(&ec, &P, &R, &F);
             res->main = F;
             snprintf(res->text, sizeof res->text,
                      "dev loss %.4f entity P %.4f R %.4f F1 %.4f, token "
