@@ -130,6 +130,87 @@ BERT_API bert_tokenizer_kind bert_tokenizer_get_kind(const bert_tokenizer *t);
 BERT_API int bert_tokenizer_lowercase(const bert_tokenizer *t);
 BERT_API int bert_tokenizer_strip_accents(const bert_tokenizer *t);
 
+/* ---- vocabulary trainer ------------------------------------------------ */
+
+/* Learns a WordPiece vocabulary from text with the semantics of Hugging
+ * Face tokenizers' WordPieceTrainer, as BertWordPieceTokenizer.train uses
+ * it (what bert-vocab runs):
+ *
+ *   bert_vocab_trainer *vt;
+ *   bert_vocab_trainer_create(NULL, &vt, &err);
+ *   for each line: bert_vocab_trainer_add(vt, line, len, &err);
+ *   bert_vocab_trainer_learn(vt, &err);
+ *   for (size_t i = 0; i < bert_vocab_trainer_size(vt); i++)
+ *       fprintf(f, "%s\n", bert_vocab_trainer_token(vt, i));  // vocab.txt
+ *   bert_vocab_trainer_free(vt);
+ *
+ * Texts go through the tokenizer's own BERT normalizer (clean text, CJK
+ * characters split, with lowercase also accents stripped) and
+ * pre-tokenizer (whitespace, punctuation); the words are counted; the
+ * vocabulary is the special tokens, then the alphabet (the characters of the
+ * words, the limit_alphabet most frequent, in code-point order), then the
+ * "##" continuation characters as met, then one token per merge of the most
+ * frequent adjacent pair (ties: the pair of smaller ids), until vocab_size
+ * tokens or the best pair occurs fewer than min_frequency times.  The words
+ * are sorted by bytes before the merges, so the result does not depend on
+ * the order of the texts' words in memory (HF walks a hash map). */
+typedef struct bert_vocab_trainer bert_vocab_trainer;
+
+typedef struct bert_vocab_trainer_params {
+    size_t vocab_size;      /* target size (default 30000); the vocabulary
+                               never has fewer tokens than the special
+                               tokens, the alphabet and its ##-forms */
+    size_t min_frequency;   /* least count of a merged pair (default 2) */
+    size_t limit_alphabet;  /* keep the N most frequent characters (default
+                               1000, as BertWordPieceTokenizer.train; 0 =
+                               all) */
+    int lowercase;          /* 1: lower-case and strip accents (an uncased
+                               vocabulary); default 0 */
+    const char *special_tokens; /* comma-separated, the first ids; empty
+                               items and repeats are skipped (default
+                               "[PAD],[UNK],[CLS],[SEP],[MASK]"); copied by
+                               create */
+    /* Called during bert_vocab_trainer_learn each time the vocabulary
+     * reaches a multiple of 1000 tokens (may be NULL). */
+    void (*progress)(size_t n_tokens, void *user);
+    void *progress_user;
+} bert_vocab_trainer_params;
+
+BERT_API bert_vocab_trainer_params bert_vocab_trainer_default_params(void);
+
+/* Creates a trainer (free with bert_vocab_trainer_free).  params NULL =
+ * defaults.  BERT_EINVAL when the special tokens are not UTF-8 or hold a
+ * line break (they become lines of vocab.txt) or vocab_size is 0;
+ * BERT_ENOMEM. */
+BERT_API int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
+                                       bert_vocab_trainer **out,
+                                       bert_error *err);
+BERT_API void bert_vocab_trainer_free(bert_vocab_trainer *t);
+
+/* Counts the words of text (len bytes; NUL bytes and other control
+ * characters are dropped, '\n' is whitespace like any other, so a text may
+ * be one line or many).  A text is counted whole or not at all: BERT_EUTF8
+ * (err->byte_offset: the first invalid byte) when it is not valid UTF-8,
+ * BERT_ETOOLONG for a word of more than 2 GiB, BERT_ENOMEM; BERT_EINVAL
+ * after bert_vocab_trainer_learn. */
+BERT_API int bert_vocab_trainer_add(bert_vocab_trainer *t, const char *text,
+                                    size_t len, bert_error *err);
+
+/* Distinct words counted so far (0 after learning). */
+BERT_API size_t bert_vocab_trainer_n_words(const bert_vocab_trainer *t);
+
+/* Learns the vocabulary from the words counted (once: BERT_EINVAL the
+ * second time).  The counts are freed.  BERT_ENOMEM leaves an empty
+ * vocabulary. */
+BERT_API int bert_vocab_trainer_learn(bert_vocab_trainer *t, bert_error *err);
+
+/* Tokens learned (0 before bert_vocab_trainer_learn) and the token of an
+ * id: borrowed, NUL-terminated, NULL when out of range.  vocab.txt is these
+ * tokens one per line in id order. */
+BERT_API size_t bert_vocab_trainer_size(const bert_vocab_trainer *t);
+BERT_API const char *bert_vocab_trainer_token(const bert_vocab_trainer *t,
+                                              size_t id);
+
 /* ---- encoding ---------------------------------------------------------- */
 
 typedef enum {
