@@ -3,7 +3,6 @@
  * command line.
  * See --help and docs/training.md.
  */
-#include <csv.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -192,67 +191,7 @@ static int label_add(labels_t *l, const char *s)
     return l->names[l->n] ? (int)l->n++ : -2;
 }
 
-/* ---- CSV --------------------------------------------------------------- */
-
-typedef struct {
-    char **f;
-    size_t n, cap;
-    int rec_done;
-    /* collected records */
-    char ***rows;
-    size_t *rown;
-    size_t nrows, caprows;
-    int oom;
-} csvc;
-
-static void csv_cb1(void *s, size_t len, void *vc)
-{
-    csvc *c = vc;
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 8;
-        char **nb = realloc(c->f, nc * sizeof *nb);
-        if (!nb) {
-            c->oom = 1;
-            return;
-        }
-        c->f = nb;
-        c->cap = nc;
-    }
-    char *d = malloc(len + 1);
-    if (!d) {
-        c->oom = 1;
-        return;
-    }
-    memcpy(d, s ? s : "", s ? len : 0);
-    d[s ? len : 0] = 0;
-    c->f[c->n++] = d;
-}
-
-static void csv_cb2(int ch, void *vc)
-{
-    csvc *c = vc;
-    if (c->nrows == c->caprows) {
-        size_t nc = c->caprows ? c->caprows * 2 : 1024;
-        char ***nr = realloc(c->rows, nc * sizeof *nr);
-        size_t *nn = realloc(c->rown, nc * sizeof *nn);
-        if (!nr || !nn) {
-            c->oom = 1;
-            if (nr)
-                c->rows = nr;
-            if (nn)
-                c->rown = nn;
-            return;
-        }
-        c->rows = nr;
-        c->rown = nn;
-        c->caprows = nc;
-    }
-    c->rows[c->nrows] = c->f;
-    c->rown[c->nrows] = c->n;
-    c->nrows++;
-    c->f = NULL;
-    c->n = c->cap = 0;
-}
+/* ---- files ------------------------------------------------------------- */
 
 static int read_file(const char *path, char **buf, size_t *len)
 {
@@ -281,14 +220,6 @@ static int read_file(const char *path, char **buf, size_t *len)
     *buf = b;
     *len = n;
     return 0;
-}
-
-static int col_index(char **hdr, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(hdr[i], name) == 0)
-            return (int)i;
-    return -1;
 }
 
 /* ---- tokenization helpers --------------------------------------------- */
@@ -322,93 +253,48 @@ static int encode_pair(tk_t *k, const char *a, const char *b, example *e,
     return 0;
 }
 
-/* Frees the rows and the pending fields of c. */
-static void csvc_free(csvc *c)
+/* Opens path with the library's reader for format; prints why not. */
+static bert_reader *open_reader(const char *path, const opts_t *o,
+                                bert_data_format format)
 {
-    for (size_t r = 0; r < c->nrows; r++) {
-        for (size_t i = 0; i < c->rown[r]; i++)
-            free(c->rows[r][i]);
-        free(c->rows[r]);
+    bert_reader_params rp = bert_reader_default_params();
+    rp.format = format;
+    rp.text_column = o ? o->text_col : NULL;
+    rp.pair_column = o ? o->pair_col : NULL;
+    rp.label_column = o ? o->label_col : NULL;
+    bert_reader *r;
+    bert_error err;
+    if (bert_reader_open(path, &rp, &r, &err)) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        return NULL;
     }
-    free(c->rows);
-    free(c->rown);
-    for (size_t i = 0; i < c->n; i++)
-        free(c->f[i]);
-    free(c->f);
+    return r;
 }
 
 static int load_csv(const char *path, const opts_t *o, tk_t *k,
                     labels_t *labs, dataset *d)
 {
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len)) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *r = open_reader(path, o, BERT_DATA_CSV);
+    if (!r)
         return EXIT_BADINPUT;
-    }
-    struct csv_parser p;
-    csvc c;
-    memset(&c, 0, sizeof c);
-    csv_init(&p, CSV_APPEND_NULL);
-    size_t done = csv_parse(&p, buf, len, csv_cb1, csv_cb2, &c);
-    int bad = done != len;
-    int why = bad ? csv_error(&p) : 0;
-    csv_fini(&p, csv_cb1, csv_cb2, &c);
-    csv_free(&p);
-    free(buf);
-    if (c.oom) {
-        fprintf(stderr, "bert-train: %s: out of memory\n", path);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    if (bad) {
-        fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
-                csv_strerror(why));
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    if (c.nrows < 1) {
-        fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
-                        "row %s,%s is needed)\n",
-                path, o->text_col, o->label_col);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    int ti = col_index(c.rows[0], c.rown[0], o->text_col);
-    int pi = o->pair_col ? col_index(c.rows[0], c.rown[0], o->pair_col) : -1;
-    int li = col_index(c.rows[0], c.rown[0], o->label_col);
-    if (ti < 0 || li < 0 || (o->pair_col && pi < 0)) {
-        fprintf(stderr, "bert-train: %s: header lacks column '%s'\n", path,
-                ti < 0 ? o->text_col : li < 0 ? o->label_col : o->pair_col);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    int rc = EXIT_OK;
-    for (size_t r = 1; r < c.nrows && rc == EXIT_OK; r++) {
-        size_t nf = c.rown[r];
-        char **f = c.rows[r];
-        if (nf == 1 && f[0][0] == 0)
-            continue; /* empty line */
-        if ((size_t)ti >= nf || (size_t)li >= nf || (pi >= 0 && (size_t)pi >= nf)) {
-            fprintf(stderr, "bert-train: %s: record %zu has %zu fields\n", path,
-                    r + 1, nf);
-            rc = EXIT_BADINPUT;
-            break;
-        }
+    bert_record rec;
+    bert_error err;
+    int rc = EXIT_OK, got;
+    while (rc == EXIT_OK && (got = bert_reader_next(r, &rec, &err)) > 0) {
         example e;
         memset(&e, 0, sizeof e);
-        int lab = label_add(labs, f[li]);
+        int lab = label_add(labs, rec.label);
         if (lab < 0) {
-            fprintf(stderr, "bert-train: %s: record %zu: unknown label '%s'\n",
-                    path, r + 1, f[li]);
+            fprintf(stderr, "bert-train: %s: record %ld: unknown label '%s'\n",
+                    path, rec.line, rec.label);
             rc = EXIT_BADINPUT;
             break;
         }
         e.label = lab;
         char eb[600];
-        int er = encode_pair(k, f[ti], pi >= 0 ? f[pi] : NULL, &e, eb, sizeof eb);
+        int er = encode_pair(k, rec.text, rec.pair, &e, eb, sizeof eb);
         if (er) {
-            fprintf(stderr, "bert-train: %s: record %zu: %s\n", path, r + 1,
+            fprintf(stderr, "bert-train: %s: record %ld: %s\n", path, rec.line,
                     er == -2 ? "out of memory" : eb);
             rc = EXIT_BADINPUT;
             break;
@@ -416,15 +302,19 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
         if (ds_push(d, &e))
             rc = EXIT_BADINPUT;
     }
-    csvc_free(&c);
+    if (rc == EXIT_OK && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        rc = EXIT_BADINPUT;
+    }
+    bert_reader_free(r);
     return rc;
 }
 
 /* CoNLL sentence -> example: words joined by spaces, encoded; each token is
  * mapped to its word through byte offsets. */
 static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
-                          char **words, char **tags, size_t nw, dataset *d,
-                          const char *path, long line)
+                          const char *const *words, const char *const *tags,
+                          size_t nw, dataset *d, const char *path, long line)
 {
     size_t tl = 0;
     for (size_t i = 0; i < nw; i++)
@@ -512,69 +402,23 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
 static int load_conll(const char *path, const opts_t *o, tk_t *k,
                       labels_t *labs, dataset *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *r = open_reader(path, o, BERT_DATA_CONLL);
+    if (!r)
         return EXIT_BADINPUT;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    long n, ln = 0;
-    char **words = NULL, **tags = NULL;
-    size_t nw = 0, cw = 0;
-    int rc = EXIT_OK;
-    for (;;) {
-        n = app_read_line(f, &line, &cap);
-        ln++;
-        if (n < 0 || n == 0) {
-            if (nw) {
-                int r = conll_sentence(k, o, labs, words, tags, nw, d, path, ln);
-                for (size_t i = 0; i < nw; i++) {
-                    free(words[i]);
-                    free(tags[i]);
-                }
-                nw = 0;
-                if (r) {
-                    rc = EXIT_BADINPUT;
-                    break;
-                }
-            }
-            if (n < 0)
-                break;
-            continue;
-        }
-        char *tab = strchr(line, '\t');
-        if (!tab) {
-            fprintf(stderr, "bert-train: %s:%ld: expected token<TAB>tag\n", path, ln);
+    bert_record rec;
+    bert_error err;
+    int rc = EXIT_OK, got;
+    while ((got = bert_reader_next(r, &rec, &err)) > 0)
+        if (conll_sentence(k, o, labs, rec.words, rec.tags, rec.n_words, d,
+                           path, rec.line)) {
             rc = EXIT_BADINPUT;
             break;
         }
-        *tab = 0;
-        char *tag = tab + 1;
-        char *tab2 = strchr(tag, '\t');
-        if (tab2)
-            *tab2 = 0;
-        if (nw == cw) {
-            cw = cw ? cw * 2 : 64;
-            words = realloc(words, cw * sizeof *words);
-            tags = realloc(tags, cw * sizeof *tags);
-            if (!words || !tags) {
-                rc = EXIT_BADINPUT;
-                break;
-            }
-        }
-        words[nw] = strdup(line);
-        tags[nw] = strdup(tag);
-        nw++;
+    if (rc == EXIT_OK && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        rc = EXIT_BADINPUT;
     }
-    for (size_t i = 0; i < nw; i++) {
-        free(words[i]);
-        free(tags[i]);
-    }
-    free(words);
-    free(tags);
-    free(line);
-    fclose(f);
+    bert_reader_free(r);
     return rc;
 }
 
@@ -582,27 +426,24 @@ static int load_conll(const char *path, const opts_t *o, tk_t *k,
  * packed into chunks of max_len - 2 tokens framed by [CLS] ... [SEP]. */
 static int load_text(const char *path, tk_t *k, dataset *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *rd = open_reader(path, NULL, BERT_DATA_TEXT);
+    if (!rd)
         return EXIT_BADINPUT;
-    }
     size_t chunk = k->max_len - 2;
     int32_t *cur = malloc(chunk * sizeof(int32_t));
     size_t nc = 0;
-    char *line = NULL;
-    size_t cap = 0;
-    long n, ln = 0;
+    bert_record rec;
+    bert_error rerr;
+    int got;
     bert_encode_params p = bert_encode_default_params();
     p.add_special_tokens = 0;
     int rc = EXIT_OK;
-    while ((n = app_read_line(f, &line, &cap)) >= 0) {
-        ln++;
+    while ((got = bert_reader_next(rd, &rec, &rerr)) > 0) {
         bert_error err;
-        if (bert_tokenizer_encode(k->tok, line, (size_t)n, NULL, 0, &p, k->enc,
-                                  &err)) {
-            fprintf(stderr, "bert-train: %s:%ld: %s (line skipped)\n", path, ln,
-                    err.text);
+        if (bert_tokenizer_encode(k->tok, rec.text, rec.text_len, NULL, 0, &p,
+                                  k->enc, &err)) {
+            fprintf(stderr, "bert-train: %s:%ld: %s (line skipped)\n", path,
+                    rec.line, err.text);
             continue;
         }
         for (size_t i = 0; i < k->enc->n; i++) {
@@ -641,9 +482,12 @@ static int load_text(const char *path, tk_t *k, dataset *d)
             ds_push(d, &e);
         }
     }
+    if (!rc && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", rerr.text);
+        rc = EXIT_BADINPUT;
+    }
     free(cur);
-    free(line);
-    fclose(f);
+    bert_reader_free(rd);
     return rc;
 }
 

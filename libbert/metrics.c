@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "libbert/bert_metrics.h"
+#include "libbert/internal.h"
 
 double bert_accuracy(const int32_t *pred, const int32_t *gold, size_t n)
 {
@@ -134,15 +135,9 @@ int bert_entity_counts_add(bert_entity_counts *c, const char *const *gold,
     for (size_t i = 0; !bad && i < n; i++)
         if (!gold[i] || !pred[i])
             bad = !gold[i] ? "a gold tag" : "a predicted tag";
-    if (bad) {
-        if (err) {
-            err->status = BERT_EINVAL;
-            err->byte_offset = -1;
-            snprintf(err->text, sizeof err->text,
-                     "bert_entity_counts_add: %s is NULL", bad);
-        }
-        return BERT_EINVAL;
-    }
+    if (bad)
+        return bert__err(err, BERT_EINVAL, "bert_entity_counts_add: %s is NULL",
+                         bad);
     bert_entity_counts add = {0, 0, 0};
     chunk_reader g, p, from;
     chunk cg, cp;

@@ -833,16 +833,6 @@ struct bert_vocab_trainer {
 
 #define DEFAULT_SPECIAL "[PAD],[UNK],[CLS],[SEP],[MASK]"
 
-static int fail(bert_error *err, int status, const char *msg)
-{
-    if (err) {
-        err->status = status;
-        err->byte_offset = -1;
-        snprintf(err->text, sizeof err->text, "%s", msg);
-    }
-    return status;
-}
-
 bert_vocab_trainer_params bert_vocab_trainer_default_params(void)
 {
     bert_vocab_trainer_params p;
@@ -874,7 +864,7 @@ int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
                               bert_vocab_trainer **out, bert_error *err)
 {
     if (!out)
-        return fail(err, BERT_EINVAL, "bert_vocab_trainer_create: out is NULL");
+        return bert__set_error(err, BERT_EINVAL, -1, "bert_vocab_trainer_create: out is NULL");
     *out = NULL;
     bert_vocab_trainer_params p =
         params ? *params : bert_vocab_trainer_default_params();
@@ -884,14 +874,14 @@ int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
     /* special tokens become lines of vocab.txt */
     if (utf8_valid_prefix(p.special_tokens, ns) != ns ||
         strpbrk(p.special_tokens, "\n\r"))
-        return fail(err, BERT_EINVAL,
+        return bert__set_error(err, BERT_EINVAL, -1,
                     "special tokens must be UTF-8 without line breaks");
     if (p.vocab_size < 1 || p.vocab_size > INT32_MAX)
-        return fail(err, BERT_EINVAL, "vocab_size must be in [1, 2^31)");
+        return bert__set_error(err, BERT_EINVAL, -1, "vocab_size must be in [1, 2^31)");
     bert_vocab_trainer *t = calloc(1, sizeof *t);
     if (!t || !(t->special = malloc(ns + 1))) {
         free(t);
-        return fail(err, BERT_ENOMEM, "out of memory");
+        return bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
     }
     memcpy(t->special, p.special_tokens, ns + 1);
     p.special_tokens = t->special;
@@ -915,25 +905,23 @@ int bert_vocab_trainer_add(bert_vocab_trainer *t, const char *text, size_t len,
                            bert_error *err)
 {
     if (!t || (!text && len))
-        return fail(err, BERT_EINVAL, "bert_vocab_trainer_add: NULL argument");
+        return bert__set_error(err, BERT_EINVAL, -1, "bert_vocab_trainer_add: NULL argument");
     if (t->learned)
-        return fail(err, BERT_EINVAL,
+        return bert__set_error(err, BERT_EINVAL, -1,
                     "bert_vocab_trainer_add: the vocabulary was already learned");
     /* a text is counted whole or not at all */
     size_t ok = utf8_valid_prefix(text, len);
     if (ok != len) {
-        fail(err, BERT_EUTF8, "not valid UTF-8");
-        if (err)
-            err->byte_offset = (long long)ok;
-        return BERT_EUTF8;
+        return bert__set_error(err, BERT_EUTF8, (long long)ok,
+                               "not valid UTF-8");
     }
     int rc = count_text(&t->c, text, len);
     if (rc == TEXT_TOO_LONG) {
         t->c.wlen = t->c.wbytes = 0;
-        return fail(err, BERT_ETOOLONG, "a word of more than 2 GiB");
+        return bert__set_error(err, BERT_ETOOLONG, -1, "a word of more than 2 GiB");
     }
     if (rc)
-        return fail(err, BERT_ENOMEM, "out of memory");
+        return bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
     return BERT_OK;
 }
 
@@ -945,9 +933,9 @@ size_t bert_vocab_trainer_n_words(const bert_vocab_trainer *t)
 int bert_vocab_trainer_learn(bert_vocab_trainer *t, bert_error *err)
 {
     if (!t)
-        return fail(err, BERT_EINVAL, "bert_vocab_trainer_learn: t is NULL");
+        return bert__set_error(err, BERT_EINVAL, -1, "bert_vocab_trainer_learn: t is NULL");
     if (t->learned)
-        return fail(err, BERT_EINVAL,
+        return bert__set_error(err, BERT_EINVAL, -1,
                     "bert_vocab_trainer_learn: the vocabulary was already learned");
     t->learned = 1;
     bpe_t *b = &t->b;
@@ -972,7 +960,7 @@ int bert_vocab_trainer_learn(bert_vocab_trainer *t, bert_error *err)
         rc = merge_until(b, &t->p);
     if (rc) {
         bpe_free(b);
-        return fail(err, BERT_ENOMEM, "out of memory");
+        return bert__set_error(err, BERT_ENOMEM, -1, "out of memory");
     }
     return BERT_OK;
 }
