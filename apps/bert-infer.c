@@ -12,6 +12,11 @@
  *   base models      {"ids":[...],"last_hidden_state":[[...],...]} plus
  *                    "pooler_output" when the model has a pooler
  *   --hidden         adds "last_hidden_state" for every model.
+ *   --embeddings cls|mean [--normalize]
+ *                    instead: {"ids":[...],"embedding":[...]}, the sentence
+ *                    embedding (bert_pool: the [CLS] row or the mean of the
+ *                    last hidden state, optionally L2-normalised, as
+ *                    sentence-transformers), for any model.
  * Floats are printed with %.9g (round-trips float32); a non-finite value
  * prints as null.  Texts longer than --max-length (default: the model's
  * maximum) are truncated as Hugging Face does (longest_first).
@@ -35,6 +40,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bert-infer --model DIR [--max-length N] [--hidden] "
             "[--threads N] [--batch N] [--jsonl]\n"
+            "                  [--embeddings cls|mean [--normalize]]\n"
             "Reads one text per line on stdin (TAB separates a sentence "
             "pair) and writes one JSON object per line:\n"
             "  sequence models: ids, logits, probs, label\n"
@@ -46,6 +52,15 @@ static void usage(FILE *f)
             "  --max-length N    truncate to N tokens (default: the model's "
             "maximum)\n"
             "  --hidden          also print last_hidden_state\n"
+            "  --embeddings cls|mean\n"
+            "                    print the sentence embedding instead of the "
+            "head's outputs:\n"
+            "                    {\"ids\":[...],\"embedding\":[...]}, the "
+            "[CLS] row or the mean of\n"
+            "                    the last hidden state (sentence-transformers "
+            "pooling)\n"
+            "  --normalize       with --embeddings: L2-normalise each "
+            "embedding\n"
             "  --threads N       threads for matrix products (default 1)\n"
             "  --precision P     fp32 (default, exact), bf16 or int8 (results\n"
             "                    move slightly: docs/precision.md)\n"
@@ -181,7 +196,8 @@ int main(int argc, char **argv)
 {
     const char *model_dir = NULL;
     long max_length = 0, threads = 1, batch = 16;
-    int hidden = 0, jsonl = 0;
+    int hidden = 0, jsonl = 0, embed = 0, normalize = 0;
+    bert_pooling pooling = BERT_POOL_MEAN;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -195,6 +211,16 @@ int main(int argc, char **argv)
             hidden = 1;
         } else if (strcmp(a, "--jsonl") == 0) {
             jsonl = 1;
+        } else if (strcmp(a, "--normalize") == 0) {
+            normalize = 1;
+        } else if (i + 1 < argc && strcmp(a, "--embeddings") == 0) {
+            const char *v = argv[++i];
+            if (strcmp(v, "cls") && strcmp(v, "mean")) {
+                fprintf(stderr, "bert-infer: --embeddings needs cls or mean\n");
+                return EXIT_USAGE;
+            }
+            embed = 1;
+            pooling = strcmp(v, "cls") == 0 ? BERT_POOL_CLS : BERT_POOL_MEAN;
         } else if (i + 1 < argc && strcmp(a, "--model") == 0) {
             model_dir = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--max-length") == 0) {
@@ -226,6 +252,10 @@ int main(int argc, char **argv)
     if (!model_dir) {
         fprintf(stderr, "bert-infer: --model DIR is required\n");
         usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (normalize && !embed) {
+        fprintf(stderr, "bert-infer: --normalize needs --embeddings\n");
         return EXIT_USAGE;
     }
 
@@ -262,9 +292,13 @@ int main(int argc, char **argv)
     }
     const bert_config *c = bert_model_config(m);
     const bert_tokenizer *tok = bert_model_tokenizer(m);
-    size_t H = c->hidden, C = c->num_labels;
-    int want_hidden = hidden || c->task == BERT_TASK_BASE;
-    int want_pooler = c->task == BERT_TASK_BASE && bert_model_has_pooler(m);
+    size_t H = c->hidden, C = embed ? 0 : c->num_labels;
+    int want_hidden = hidden || embed || c->task == BERT_TASK_BASE;
+    int want_pooler =
+        !embed && c->task == BERT_TASK_BASE && bert_model_has_pooler(m);
+    /* with --embeddings, the hidden states are run for the pooling and
+     * printed only with --hidden */
+    int print_hidden = hidden || (!embed && c->task == BERT_TASK_BASE);
 
     line *L = calloc((size_t)batch, sizeof *L);
     bert_input *in = calloc((size_t)batch, sizeof *in);
@@ -274,9 +308,10 @@ int main(int argc, char **argv)
     float *pool = want_pooler ? malloc((size_t)batch * H * sizeof *pool) : NULL;
     float *logits = C ? malloc(cap_rows * C * sizeof *logits) : NULL;
     float *probs = C ? malloc(C * sizeof *probs) : NULL;
+    float *emb = embed ? malloc(H * sizeof *emb) : NULL;
     int status = EXIT_OK, fatal = 0;
     if (!L || !in || !rowof || (want_hidden && !hid) || (want_pooler && !pool) ||
-        (C && (!logits || !probs))) {
+        (C && (!logits || !probs)) || (embed && !emb)) {
         fprintf(stderr, "bert-infer: out of memory\n");
         fatal = 1;
     }
@@ -399,7 +434,11 @@ int main(int argc, char **argv)
             size_t n = l->enc->n, r0 = l->row, k = l->slot;
             fputs("{\"ids\":", stdout);
             json_ids(stdout, l->enc->ids, n);
-            if (c->task == BERT_TASK_SEQUENCE) {
+            if (embed) {
+                bert_pool(hid + r0 * H, n, H, pooling, normalize, emb);
+                fputs(",\"embedding\":", stdout);
+                json_floats(stdout, emb, H);
+            } else if (c->task == BERT_TASK_SEQUENCE) {
                 const float *lg = logits + k * C;
                 bert_apply_function(m, BERT_FUNC_DEFAULT, lg, probs);
                 fputs(",\"logits\":", stdout);
@@ -421,7 +460,7 @@ int main(int argc, char **argv)
                 }
                 putchar(']');
             }
-            if (want_hidden) {
+            if (print_hidden) {
                 fputs(",\"last_hidden_state\":", stdout);
                 json_rows(stdout, hid + r0 * H, n, H);
             }
@@ -449,6 +488,7 @@ int main(int argc, char **argv)
     free(pool);
     free(logits);
     free(probs);
+    free(emb);
     bert_session_free(s);
     bert_model_free(m);
     /* (a write error seen in the loop was reported there) */

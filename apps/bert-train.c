@@ -3,7 +3,6 @@
  * command line.
  * See --help and docs/training.md.
  */
-#include <csv.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "apps/common.h"
+#include "libbert/bert_metrics.h"
 #include "libbert/bert_train.h"
 
 #define BERT_CFG_MAX_LABELS_APP 4096
@@ -191,67 +191,7 @@ static int label_add(labels_t *l, const char *s)
     return l->names[l->n] ? (int)l->n++ : -2;
 }
 
-/* ---- CSV --------------------------------------------------------------- */
-
-typedef struct {
-    char **f;
-    size_t n, cap;
-    int rec_done;
-    /* collected records */
-    char ***rows;
-    size_t *rown;
-    size_t nrows, caprows;
-    int oom;
-} csvc;
-
-static void csv_cb1(void *s, size_t len, void *vc)
-{
-    csvc *c = vc;
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 8;
-        char **nb = realloc(c->f, nc * sizeof *nb);
-        if (!nb) {
-            c->oom = 1;
-            return;
-        }
-        c->f = nb;
-        c->cap = nc;
-    }
-    char *d = malloc(len + 1);
-    if (!d) {
-        c->oom = 1;
-        return;
-    }
-    memcpy(d, s ? s : "", s ? len : 0);
-    d[s ? len : 0] = 0;
-    c->f[c->n++] = d;
-}
-
-static void csv_cb2(int ch, void *vc)
-{
-    csvc *c = vc;
-    if (c->nrows == c->caprows) {
-        size_t nc = c->caprows ? c->caprows * 2 : 1024;
-        char ***nr = realloc(c->rows, nc * sizeof *nr);
-        size_t *nn = realloc(c->rown, nc * sizeof *nn);
-        if (!nr || !nn) {
-            c->oom = 1;
-            if (nr)
-                c->rows = nr;
-            if (nn)
-                c->rown = nn;
-            return;
-        }
-        c->rows = nr;
-        c->rown = nn;
-        c->caprows = nc;
-    }
-    c->rows[c->nrows] = c->f;
-    c->rown[c->nrows] = c->n;
-    c->nrows++;
-    c->f = NULL;
-    c->n = c->cap = 0;
-}
+/* ---- files ------------------------------------------------------------- */
 
 static int read_file(const char *path, char **buf, size_t *len)
 {
@@ -280,14 +220,6 @@ static int read_file(const char *path, char **buf, size_t *len)
     *buf = b;
     *len = n;
     return 0;
-}
-
-static int col_index(char **hdr, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(hdr[i], name) == 0)
-            return (int)i;
-    return -1;
 }
 
 /* ---- tokenization helpers --------------------------------------------- */
@@ -321,93 +253,48 @@ static int encode_pair(tk_t *k, const char *a, const char *b, example *e,
     return 0;
 }
 
-/* Frees the rows and the pending fields of c. */
-static void csvc_free(csvc *c)
+/* Opens path with the library's reader for format; prints why not. */
+static bert_reader *open_reader(const char *path, const opts_t *o,
+                                bert_data_format format)
 {
-    for (size_t r = 0; r < c->nrows; r++) {
-        for (size_t i = 0; i < c->rown[r]; i++)
-            free(c->rows[r][i]);
-        free(c->rows[r]);
+    bert_reader_params rp = bert_reader_default_params();
+    rp.format = format;
+    rp.text_column = o ? o->text_col : NULL;
+    rp.pair_column = o ? o->pair_col : NULL;
+    rp.label_column = o ? o->label_col : NULL;
+    bert_reader *r;
+    bert_error err;
+    if (bert_reader_open(path, &rp, &r, &err)) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        return NULL;
     }
-    free(c->rows);
-    free(c->rown);
-    for (size_t i = 0; i < c->n; i++)
-        free(c->f[i]);
-    free(c->f);
+    return r;
 }
 
 static int load_csv(const char *path, const opts_t *o, tk_t *k,
                     labels_t *labs, dataset *d)
 {
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len)) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *r = open_reader(path, o, BERT_DATA_CSV);
+    if (!r)
         return EXIT_BADINPUT;
-    }
-    struct csv_parser p;
-    csvc c;
-    memset(&c, 0, sizeof c);
-    csv_init(&p, CSV_APPEND_NULL);
-    size_t done = csv_parse(&p, buf, len, csv_cb1, csv_cb2, &c);
-    int bad = done != len;
-    int why = bad ? csv_error(&p) : 0;
-    csv_fini(&p, csv_cb1, csv_cb2, &c);
-    csv_free(&p);
-    free(buf);
-    if (c.oom) {
-        fprintf(stderr, "bert-train: %s: out of memory\n", path);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    if (bad) {
-        fprintf(stderr, "bert-train: %s: malformed CSV (%s)\n", path,
-                csv_strerror(why));
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    if (c.nrows < 1) {
-        fprintf(stderr, "bert-train: %s: empty file (a CSV with a header "
-                        "row %s,%s is needed)\n",
-                path, o->text_col, o->label_col);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    int ti = col_index(c.rows[0], c.rown[0], o->text_col);
-    int pi = o->pair_col ? col_index(c.rows[0], c.rown[0], o->pair_col) : -1;
-    int li = col_index(c.rows[0], c.rown[0], o->label_col);
-    if (ti < 0 || li < 0 || (o->pair_col && pi < 0)) {
-        fprintf(stderr, "bert-train: %s: header lacks column '%s'\n", path,
-                ti < 0 ? o->text_col : li < 0 ? o->label_col : o->pair_col);
-        csvc_free(&c);
-        return EXIT_BADINPUT;
-    }
-    int rc = EXIT_OK;
-    for (size_t r = 1; r < c.nrows && rc == EXIT_OK; r++) {
-        size_t nf = c.rown[r];
-        char **f = c.rows[r];
-        if (nf == 1 && f[0][0] == 0)
-            continue; /* empty line */
-        if ((size_t)ti >= nf || (size_t)li >= nf || (pi >= 0 && (size_t)pi >= nf)) {
-            fprintf(stderr, "bert-train: %s: record %zu has %zu fields\n", path,
-                    r + 1, nf);
-            rc = EXIT_BADINPUT;
-            break;
-        }
+    bert_record rec;
+    bert_error err;
+    int rc = EXIT_OK, got;
+    while (rc == EXIT_OK && (got = bert_reader_next(r, &rec, &err)) > 0) {
         example e;
         memset(&e, 0, sizeof e);
-        int lab = label_add(labs, f[li]);
+        int lab = label_add(labs, rec.label);
         if (lab < 0) {
-            fprintf(stderr, "bert-train: %s: record %zu: unknown label '%s'\n",
-                    path, r + 1, f[li]);
+            fprintf(stderr, "bert-train: %s: record %ld: unknown label '%s'\n",
+                    path, rec.line, rec.label);
             rc = EXIT_BADINPUT;
             break;
         }
         e.label = lab;
         char eb[600];
-        int er = encode_pair(k, f[ti], pi >= 0 ? f[pi] : NULL, &e, eb, sizeof eb);
+        int er = encode_pair(k, rec.text, rec.pair, &e, eb, sizeof eb);
         if (er) {
-            fprintf(stderr, "bert-train: %s: record %zu: %s\n", path, r + 1,
+            fprintf(stderr, "bert-train: %s: record %ld: %s\n", path, rec.line,
                     er == -2 ? "out of memory" : eb);
             rc = EXIT_BADINPUT;
             break;
@@ -415,15 +302,19 @@ static int load_csv(const char *path, const opts_t *o, tk_t *k,
         if (ds_push(d, &e))
             rc = EXIT_BADINPUT;
     }
-    csvc_free(&c);
+    if (rc == EXIT_OK && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        rc = EXIT_BADINPUT;
+    }
+    bert_reader_free(r);
     return rc;
 }
 
 /* CoNLL sentence -> example: words joined by spaces, encoded; each token is
  * mapped to its word through byte offsets. */
 static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
-                          char **words, char **tags, size_t nw, dataset *d,
-                          const char *path, long line)
+                          const char *const *words, const char *const *tags,
+                          size_t nw, dataset *d, const char *path, long line)
 {
     size_t tl = 0;
     for (size_t i = 0; i < nw; i++)
@@ -511,69 +402,23 @@ static int conll_sentence(tk_t *k, const opts_t *o, labels_t *labs,
 static int load_conll(const char *path, const opts_t *o, tk_t *k,
                       labels_t *labs, dataset *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *r = open_reader(path, o, BERT_DATA_CONLL);
+    if (!r)
         return EXIT_BADINPUT;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    long n, ln = 0;
-    char **words = NULL, **tags = NULL;
-    size_t nw = 0, cw = 0;
-    int rc = EXIT_OK;
-    for (;;) {
-        n = app_read_line(f, &line, &cap);
-        ln++;
-        if (n < 0 || n == 0) {
-            if (nw) {
-                int r = conll_sentence(k, o, labs, words, tags, nw, d, path, ln);
-                for (size_t i = 0; i < nw; i++) {
-                    free(words[i]);
-                    free(tags[i]);
-                }
-                nw = 0;
-                if (r) {
-                    rc = EXIT_BADINPUT;
-                    break;
-                }
-            }
-            if (n < 0)
-                break;
-            continue;
-        }
-        char *tab = strchr(line, '\t');
-        if (!tab) {
-            fprintf(stderr, "bert-train: %s:%ld: expected token<TAB>tag\n", path, ln);
+    bert_record rec;
+    bert_error err;
+    int rc = EXIT_OK, got;
+    while ((got = bert_reader_next(r, &rec, &err)) > 0)
+        if (conll_sentence(k, o, labs, rec.words, rec.tags, rec.n_words, d,
+                           path, rec.line)) {
             rc = EXIT_BADINPUT;
             break;
         }
-        *tab = 0;
-        char *tag = tab + 1;
-        char *tab2 = strchr(tag, '\t');
-        if (tab2)
-            *tab2 = 0;
-        if (nw == cw) {
-            cw = cw ? cw * 2 : 64;
-            words = realloc(words, cw * sizeof *words);
-            tags = realloc(tags, cw * sizeof *tags);
-            if (!words || !tags) {
-                rc = EXIT_BADINPUT;
-                break;
-            }
-        }
-        words[nw] = strdup(line);
-        tags[nw] = strdup(tag);
-        nw++;
+    if (rc == EXIT_OK && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", err.text);
+        rc = EXIT_BADINPUT;
     }
-    for (size_t i = 0; i < nw; i++) {
-        free(words[i]);
-        free(tags[i]);
-    }
-    free(words);
-    free(tags);
-    free(line);
-    fclose(f);
+    bert_reader_free(r);
     return rc;
 }
 
@@ -581,27 +426,24 @@ static int load_conll(const char *path, const opts_t *o, tk_t *k,
  * packed into chunks of max_len - 2 tokens framed by [CLS] ... [SEP]. */
 static int load_text(const char *path, tk_t *k, dataset *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bert-train: %s: %s\n", path, strerror(errno));
+    bert_reader *rd = open_reader(path, NULL, BERT_DATA_TEXT);
+    if (!rd)
         return EXIT_BADINPUT;
-    }
     size_t chunk = k->max_len - 2;
     int32_t *cur = malloc(chunk * sizeof(int32_t));
     size_t nc = 0;
-    char *line = NULL;
-    size_t cap = 0;
-    long n, ln = 0;
+    bert_record rec;
+    bert_error rerr;
+    int got;
     bert_encode_params p = bert_encode_default_params();
     p.add_special_tokens = 0;
     int rc = EXIT_OK;
-    while ((n = app_read_line(f, &line, &cap)) >= 0) {
-        ln++;
+    while ((got = bert_reader_next(rd, &rec, &rerr)) > 0) {
         bert_error err;
-        if (bert_tokenizer_encode(k->tok, line, (size_t)n, NULL, 0, &p, k->enc,
-                                  &err)) {
-            fprintf(stderr, "bert-train: %s:%ld: %s (line skipped)\n", path, ln,
-                    err.text);
+        if (bert_tokenizer_encode(k->tok, rec.text, rec.text_len, NULL, 0, &p,
+                                  k->enc, &err)) {
+            fprintf(stderr, "bert-train: %s:%ld: %s (line skipped)\n", path,
+                    rec.line, err.text);
             continue;
         }
         for (size_t i = 0; i < k->enc->n; i++) {
@@ -640,9 +482,12 @@ static int load_text(const char *path, tk_t *k, dataset *d)
             ds_push(d, &e);
         }
     }
+    if (!rc && got < 0) {
+        fprintf(stderr, "bert-train: %s\n", rerr.text);
+        rc = EXIT_BADINPUT;
+    }
     free(cur);
-    free(line);
-    fclose(f);
+    bert_reader_free(rd);
     return rc;
 }
 
@@ -790,86 +635,6 @@ typedef struct {
     char text[256];
 } evalres;
 
-/* seqeval (default, non-strict) chunk boundaries */
-static void tag_split(const char *t, char *prefix, const char **type)
-{
-    if (strcmp(t, "O") == 0 || strlen(t) < 2 || t[1] != '-') {
-        *prefix = (strcmp(t, "O") == 0) ? 'O' : 'B';
-        *type = strcmp(t, "O") == 0 ? "" : t;
-        return;
-    }
-    *prefix = t[0];
-    *type = t + 2;
-}
-
-static int end_chunk(char pp, const char *pt, char p, const char *t)
-{
-    if (pp == 'E' || pp == 'S')
-        return 1;
-    if (pp == 'B' && (p == 'B' || p == 'S' || p == 'O'))
-        return 1;
-    if (pp == 'I' && (p == 'B' || p == 'S' || p == 'O'))
-        return 1;
-    if (pp != 'O' && pp != '.' && strcmp(pt, t) != 0)
-        return 1;
-    return 0;
-}
-
-static int start_chunk(char pp, const char *pt, char p, const char *t)
-{
-    if (p == 'B' || p == 'S')
-        return 1;
-    if ((pp == 'E' || pp == 'S' || pp == 'O') && (p == 'E' || p == 'I'))
-        return 1;
-    if (p != 'O' && p != '.' && strcmp(pt, t) != 0)
-        return 1;
-    return 0;
-}
-
-typedef struct {
-    int32_t b, e;
-    const char *type;
-} chunk;
-
-static size_t get_chunks(const labels_t *L, const int32_t *tags, size_t n,
-                         chunk *out)
-{
-    char pp = 'O';
-    const char *pt = "";
-    size_t begin = 0, nc = 0;
-    for (size_t i = 0; i <= n; i++) {
-        char p;
-        const char *ty;
-        if (i < n)
-            tag_split(L->names[tags[i]], &p, &ty);
-        else {
-            p = 'O';
-            ty = "";
-        }
-        if (end_chunk(pp, pt, p, ty)) {
-            out[nc].b = (int32_t)begin;
-            out[nc].e = (int32_t)i - 1;
-            out[nc].type = pt;
-            nc++;
-        }
-        if (start_chunk(pp, pt, p, ty))
-            begin = i;
-        pp = p;
-        pt = ty;
-    }
-    return nc;
-}
-
-static int is_bio(const labels_t *L)
-{
-    for (size_t i = 0; i < L->n; i++) {
-        const char *s = L->names[i];
-        if (strcmp(s, "O") && !((s[0] == 'B' || s[0] == 'I') && s[1] == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 static int evaluate(bert_trainer *t, const dataset *d, int task,
                     const labels_t *L, const tk_t *k, size_t bs, size_t V,
                     double mlm_prob, uint64_t seed, evalres *res)
@@ -949,67 +714,65 @@ static int evaluate(bert_trainer *t, const dataset *d, int task,
         double ml = tot_n ? tot_loss / (double)tot_n : 0;
         res->main = -ml;
         snprintf(res->text, sizeof res->text, "dev mlm loss %.4f (ppl %.1f)",
-                 ml, exp(ml));
+                 ml, bert_perplexity(ml));
     } else if (task == BERT_TRAIN_SEQUENCE) {
-        size_t correct = 0;
-        double f1sum = 0;
+        int32_t *gold = malloc((n + 1) * sizeof *gold);
+        if (!gold)
+            return -1;
         for (size_t i = 0; i < n; i++)
-            correct += pred[i] == d->ex[i].label;
-        for (size_t c = 0; c < C; c++) {
-            size_t tp = 0, fp = 0, fn = 0;
-            for (size_t i = 0; i < n; i++) {
-                int p = pred[i] == (int32_t)c, g = d->ex[i].label == (int32_t)c;
-                tp += p && g;
-                fp += p && !g;
-                fn += !p && g;
-            }
-            double f1 = tp ? 2.0 * tp / (2.0 * tp + fp + fn) : 0.0;
-            f1sum += f1;
-        }
-        double acc = n ? (double)correct / (double)n : 0;
+            gold[i] = d->ex[i].label;
+        double acc = bert_accuracy(pred, gold, n);
+        double f1 = bert_macro_f1(pred, gold, n, C);
+        free(gold);
         res->main = acc;
         snprintf(res->text, sizeof res->text,
                  "dev loss %.4f accuracy %.4f macro-F1 %.4f (%zu examples)",
-                 tot_n ? tot_loss / (double)tot_n : 0, acc, C ? f1sum / (double)C : 0, n);
+                 tot_n ? tot_loss / (double)tot_n : 0, acc, f1, n);
     } else {
-        size_t words = 0, correct = 0;
-        size_t tp = 0, np = 0, ng = 0;
-        chunk *cg = NULL, *cp = NULL;
-        size_t ccap = 0;
-        int bio = is_bio(L);
+        /* word-level: every sentence's words in one row for the accuracy,
+         * their tag names per sentence for the entities */
+        size_t words = 0, maxw = 0;
+        for (size_t i = 0; i < n; i++) {
+            words += (size_t)d->ex[i].nwords;
+            if ((size_t)d->ex[i].nwords > maxw)
+                maxw = (size_t)d->ex[i].nwords;
+        }
+        int32_t *fg = malloc((words + 1) * sizeof *fg);
+        int32_t *fp = malloc((words + 1) * sizeof *fp);
+        const char **tg = malloc((maxw + 1) * sizeof *tg);
+        const char **tp = malloc((maxw + 1) * sizeof *tp);
+        if (!fg || !fp || !tg || !tp) {
+            free(fg);
+            free(fp);
+            free(tg);
+            free(tp);
+            return -1;
+        }
+        int bio = bert_tags_are_iob((const char *const *)L->names, L->n);
+        bert_entity_counts ec = {0, 0, 0};
+        size_t at = 0;
         for (size_t i = 0; i < n; i++) {
             const example *e = &d->ex[i];
             size_t nw = (size_t)e->nwords;
-            for (size_t w = 0; w < nw; w++)
-                correct += wpred[i][w] == e->word_tag[w];
-            words += nw;
+            memcpy(fg + at, e->word_tag, nw * sizeof *fg);
+            memcpy(fp + at, wpred[i], nw * sizeof *fp);
+            at += nw;
             if (!bio)
                 continue;
-            if (nw + 2 > ccap) {
-                ccap = (nw + 2) * 2;
-                cg = realloc(cg, ccap * sizeof *cg);
-                cp = realloc(cp, ccap * sizeof *cp);
-                if (!cg || !cp)
-                    return -1;
+            for (size_t w = 0; w < nw; w++) {
+                tg[w] = L->names[e->word_tag[w]];
+                tp[w] = L->names[wpred[i][w]];
             }
-            size_t a = get_chunks(L, e->word_tag, nw, cg);
-            size_t bcount = get_chunks(L, wpred[i], nw, cp);
-            ng += a;
-            np += bcount;
-            for (size_t x = 0; x < a; x++)
-                for (size_t y = 0; y < bcount; y++)
-                    if (cg[x].b == cp[y].b && cg[x].e == cp[y].e &&
-                        strcmp(cg[x].type, cp[y].type) == 0) {
-                        tp++;
-                        break;
-                    }
+            bert_entity_counts_add(&ec, tg, tp, nw, NULL);
         }
-        free(cg);
-        free(cp);
-        double acc = words ? (double)correct / (double)words : 0;
+        double acc = bert_accuracy(fp, fg, words);
+        free(fg);
+        free(fp);
+        free(tg);
+        free(tp);
         if (bio) {
-            double P = np ? (double)tp / (double)np : 0, R = ng ? (double)tp / (double)ng : 0;
-            double F = P + R > 0 ? 2 * P * R / (P + R) : 0;
+            double P, R, F;
+            bert_entity_scores(&ec, &P, &R, &F);
             res->main = F;
             snprintf(res->text, sizeof res->text,
                      "dev loss %.4f entity P %.4f R %.4f F1 %.4f, token "

@@ -11,7 +11,7 @@ secs=${2:-600}
 out=/tmp/fuzz-$t
 mkdir -p "$out/corpus"
 [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$out/corpus/"
-srcs=$(ls libbert/*.c tokenizer/*.c libbert/train/ops.c libbert/train/trainer.c 2>/dev/null)
+srcs=$(ls libbert/*.c tokenizer/*.c libbert/train/ops.c libbert/train/trainer.c libbert/train/readers.c 2>/dev/null)
 # the targets that compile a tool in also need the tools' helpers
 case $t in csv|train_readers|vocab) srcs="$srcs apps/common.c apps/common_model.c" ;; esac
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -42,6 +42,16 @@ for fix in "$FIXTURES"/*/ "$SHARED_DIR"/fixtures-roberta-electra/*/; do
         "$CHECK" $h "$fix" "$tmp/$f.$b.$t$h.out" || die "$f batch $b threads $t $h: output differs"
     done
 
+    # --embeddings: the sentence embedding (mean or [CLS] pooling of the
+    # last hidden state, optionally L2-normalised) for every model
+    for e in "mean" "cls --normalize" "mean --normalize --hidden"; do
+        n=$(echo "$e" | tr -d ' -')
+        # shellcheck disable=SC2086
+        run "$f.emb$n" 0 --model "$fix" --batch 7 --embeddings $e < "$fix/texts.txt"
+        # shellcheck disable=SC2086
+        "$CHECK" --embeddings $e "$fix" "$tmp/$f.emb$n.out" || die "$f --embeddings $e: output differs"
+    done
+
     # Invalid UTF-8 lines (input lines 1, 12, 43) give the error object in
     # their place, every other line is still right, the exit status is 2;
     # the last line has no '\n' and is still answered.
@@ -80,7 +90,9 @@ if [ -f "$SEQ/expected.json" ]; then
         "--model $SEQ --batch x" "--model $SEQ --batch 4097" \
         "--model $SEQ --threads 0" "--model $SEQ --threads" \
         "--model $SEQ --max-length 2" "--model $SEQ --max-length 129" \
-        "--model $SEQ --max-length -5" "--hidden"; do
+        "--model $SEQ --max-length -5" "--hidden" \
+        "--model $SEQ --normalize" "--model $SEQ --embeddings max" \
+        "--model $SEQ --embeddings"; do
         i=$((i + 1))
         run "usage$i" 1 $args < /dev/null
         [ -s "$tmp/usage$i.out" ] && die "usage error '$args' wrote to stdout"

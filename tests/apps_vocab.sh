@@ -134,6 +134,17 @@ expect_vocab sp "<s> <pad> a </s> b c d ##b ##c ##d ##dd"
 learn nosp --special '' "$tmp/abcd.txt"
 expect_vocab nosp "a b c d ##b ##c ##d ##dd"
 
+# --- the files bert-vocab wrote before the trainer moved into the library --
+for x in cased400:--vocab-size:400 uncased300:--vocab-size:300:--lowercase:--limit-alphabet:60; do
+    name=${x%%:*}
+    # shellcheck disable=SC2046
+    learn "$name" $(echo "${x#*:}" | tr ':' ' ') "$top_srcdir/tests/data/vocab_corpus.txt"
+    for f in vocab.txt:txt tokenizer_config.json:json; do
+        cmp -s "$tmp/$name/${f%%:*}" "$top_srcdir/tests/data/vocab_corpus.$name.${f#*:}" ||
+            die "$name: ${f%%:*} differs from tests/data/vocab_corpus.$name.${f#*:}"
+    done
+done
+
 # --- first N lines = the vocabulary learned with --vocab-size N -------------
 # (files of the distribution tarball: the test also runs from one)
 docs="$top_srcdir/README.md $top_srcdir/docs/bert-classify.md $top_srcdir/docs/bert-sentiment.md $top_srcdir/docs/bert-tag.md"
@@ -185,8 +196,12 @@ expect_vocab ls "$SPECIAL a b ##b ab"
 printf 'hug hug hug, pug pug\nbad \377 line\npun bun hugs\n' > "$tmp/bad.txt"
 expect_fail 2 'bad.txt:2: not valid UTF-8' invalid --out "$tmp/bad" "$tmp/bad.txt"
 expect_vocab bad "$HUG"
-# a binary file (this program): many lines skipped, a count at the end
-expect_fail 2 'lines not valid UTF-8 skipped in all' binary --out "$tmp/bin" "$VOCAB"
+# a binary file (this program; with a shared libbert, $VOCAB is libtool's
+# wrapper script and the program is in .libs): many lines skipped, a count
+# at the end
+bin=$VOCAB
+[ -f "$top_builddir/apps/.libs/bert-vocab" ] && bin=$top_builddir/apps/.libs/bert-vocab
+expect_fail 2 'lines not valid UTF-8 skipped in all' binary --out "$tmp/bin" "$bin"
 [ -s "$tmp/bin/vocab.txt" ] || die "binary input: no vocab.txt"
 
 # --- errors -------------------------------------------------------------------

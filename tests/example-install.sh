@@ -79,6 +79,24 @@ if [ -d "$model" ]; then
     grep -q '^[A-Z]*TIVE	0\.[0-9]*	a gorgeous film$' "$tmp/out" || die "example --model output: $(cat "$tmp/out")"
 fi
 
+# --- the installed version header and bert_version() agree ---------------
+[ -s "$pre/include/libbert/bert_version.h" ] || die "bert_version.h not installed"
+cat > "$tmp/version.c" <<'EOT'
+#include <stdio.h>
+#include <string.h>
+#include <libbert/bert.h>
+int main(void)
+{
+    printf("%s %d\n", bert_version(), BERT_VERSION_NUMBER);
+    return strcmp(bert_version(), BERT_VERSION_STRING) != 0;
+}
+EOT
+# shellcheck disable=SC2086
+${LIBBERT_CC:-cc} $LIBBERT_SAN_CFLAGS $cflags "$tmp/version.c" -o "$tmp/version" $libs $rpath &&
+    "$tmp/version" > "$tmp/out" || die "installed bert_version.h / bert_version(): $(cat "$tmp/out")"
+[ "$(cut -d' ' -f1 "$tmp/out")" = "$($pc --modversion libbert)" ] ||
+    die "bert_version() $(cat "$tmp/out") is not the .pc's $($pc --modversion libbert)"
+
 # --- make uninstall --------------------------------------------------------
 cd "$OLDPWD"
 ${LIBBERT_MAKE:-make} -C "$b" uninstall prefix="$pre" >"$tmp/uninstall.log" 2>&1 || die "make uninstall"

@@ -1,8 +1,9 @@
 /* infer_check.c - checks the JSON-lines output of apps/bert-infer against a
  * fixture's expected.json / expected.safetensors (used by apps_infer.sh).
  *
- *   infer_check [--hidden] [--max-length N] [--bad K]... [--tol X]
- *               [--tol-hidden X] FIXTURE OUTPUT
+ *   infer_check [--hidden] [--max-length N] [--embeddings mean|cls
+ *               [--normalize]] [--bad K]... [--tol X] [--tol-hidden X]
+ *               FIXTURE OUTPUT
  *
  * OUTPUT holds one JSON object per line for FIXTURE/texts.txt, with an
  * invalid line inserted at every input line K given by --bad (1-based, in
@@ -13,6 +14,10 @@
  *   token models    {"ids","logits","labels"}
  *   base models     {"ids","last_hidden_state"} + "pooler_output" (BertModel)
  *   --hidden adds "last_hidden_state" for every model;
+ *   --embeddings mean|cls [--normalize]: {"ids","embedding"} for every model
+ *     (+ "last_hidden_state" with --hidden), the embedding compared with
+ *     expected last_hidden_state pooled here (mean over the example's
+ *     tokens, or its first row; divided by max(L2 norm, 1e-12));
  * ids equal to the expected ids; logits, probabilities, pooler_output and
  * last_hidden_state within 1e-4 absolute; labels equal to the expected arg-max
  * (except where expected.json marks the arg-max ambiguous) and to the arg-max
@@ -178,7 +183,7 @@ static int in_int_array(json_t *a, long v)
 
 int main(int argc, char **argv)
 {
-    int hidden = 0;
+    int hidden = 0, embed = 0, normalize = 0;
     long max_length = 0;
     long bad[64];
     size_t n_bad = 0;
@@ -194,11 +199,16 @@ int main(int argc, char **argv)
             tol = atof(argv[++i]);
         else if (strcmp(argv[i], "--tol-hidden") == 0 && i + 1 < argc)
             tol_hidden = atof(argv[++i]);
+        else if (strcmp(argv[i], "--embeddings") == 0 && i + 1 < argc)
+            embed = strcmp(argv[++i], "cls") == 0 ? 2 : 1;
+        else if (strcmp(argv[i], "--normalize") == 0)
+            normalize = 1;
         else
             break;
     }
     if (argc - i != 2) {
         fprintf(stderr, "usage: infer_check [--hidden] [--max-length N] "
+                        "[--embeddings mean|cls [--normalize]] "
                         "[--bad K]... [--tol X] [--tol-hidden X] FIXTURE "
                         "OUTPUT\n");
         return 2;
@@ -225,7 +235,7 @@ int main(int argc, char **argv)
     int tokc = strstr(arch, "ForTokenClassification") != NULL;
     int base = !seq && !tokc;
     int pooler = strcmp(arch, "BertModel") == 0;
-    int want_hidden = hidden || base;
+    int want_hidden = hidden || (base && !embed);
 
     snprintf(path, sizeof path, "%s/expected.safetensors", fix);
     bert_st_file st;
@@ -298,7 +308,9 @@ int main(int argc, char **argv)
         const char *keys[6];
         size_t nk = 0;
         keys[nk++] = "ids";
-        if (seq) {
+        if (embed) {
+            keys[nk++] = "embedding";
+        } else if (seq) {
             keys[nk++] = "logits";
             keys[nk++] = "probs";
             keys[nk++] = "label";
@@ -308,7 +320,7 @@ int main(int argc, char **argv)
         }
         if (want_hidden)
             keys[nk++] = "last_hidden_state";
-        if (base && pooler)
+        if (base && pooler && !embed)
             keys[nk++] = "pooler_output";
         int keys_ok = json_object_size(o) == nk;
         for (size_t k = 0; k < nk; k++)
@@ -342,7 +354,25 @@ int main(int argc, char **argv)
             continue;
         }
 
-        if (seq) {
+        if (embed) {
+            /* the expected embedding, pooled from expected rows 0..n-1 */
+            for (size_t h = 0; h < H; h++) {
+                double acc = 0;
+                for (size_t t = 0; t < (embed == 2 ? 1 : n); t++)
+                    acc += hid[((ex - 1) * S + t) * H + h];
+                row[h] = (float)(embed == 2 ? acc : acc / (double)n);
+            }
+            if (normalize) {
+                double ss = 0;
+                for (size_t h = 0; h < H; h++)
+                    ss += row[h] * row[h];
+                double nr = sqrt(ss) > 1e-12 ? sqrt(ss) : 1e-12;
+                for (size_t h = 0; h < H; h++)
+                    row[h] /= nr;
+            }
+            cmp_floats(lno, "embedding", json_object_get(o, "embedding"), row,
+                       H, &md.pooler, tol_hidden);
+        } else if (seq) {
             size_t C;
             double *wl = json_doubles(json_object_get(E, "logits"), &C);
             double *wp = json_doubles(json_object_get(E, "probabilities"), &C);
@@ -423,7 +453,7 @@ int main(int argc, char **argv)
                 }
             }
         }
-        if (base && pooler) {
+        if (base && pooler && !embed) {
             size_t h;
             double *w = json_doubles(json_object_get(E, "pooler_output"), &h);
             if (h != H)

@@ -399,6 +399,58 @@ BERT_API int bert_token_logits(bert_session *s, const char *text, size_t len,
                                bert_encoding *enc, float *logits,
                                size_t n_logits, size_t *n_windows);
 
+/* ---- sentence embeddings ---- */
+
+/* How a text's token states become one vector (sentence-transformers'
+ * Pooling module). */
+typedef enum {
+    BERT_POOL_MEAN = 0, /* mean of the last hidden state over the tokens the
+                           attention mask covers ([CLS] and [SEP] included;
+                           padding never, since runs are packed):
+                           pooling_mode_mean_tokens */
+    BERT_POOL_CLS       /* the [CLS] (first) row of the last hidden state,
+                           not the pooler's output: pooling_mode_cls_token */
+} bert_pooling;
+
+typedef struct bert_embed_params {
+    bert_pooling pooling;   /* default BERT_POOL_MEAN */
+    int normalize;          /* 1: divide each embedding by its L2 norm
+                               (max(norm, 1e-12), as torch's F.normalize in
+                               sentence-transformers' Normalize module);
+                               default 0 */
+    size_t max_length;      /* tokens per text with specials; 0 (default) or
+                               more than bert_model_max_length(m) means that
+                               value; longer texts are truncated
+                               (longest_first, as HF) */
+} bert_embed_params;
+
+BERT_API bert_embed_params bert_embed_default_params(void);
+
+/* Pools n rows of H floats (one text's last hidden state, hidden[n][H])
+ * into out[H]: their mean (summed in double) or the first row, then the
+ * optional L2 normalisation.  For callers of bert_session_run.  Returns
+ * BERT_OK or BERT_EINVAL (a NULL array, n or H 0, unknown pooling). */
+BERT_API int bert_pool(const float *hidden, size_t n, size_t H,
+                       bert_pooling pooling, int normalize, float *out);
+
+/* Embeds n texts with the session's model (any task: the encoder's last
+ * hidden state is pooled, heads are not run): texts[i] of lens[i] bytes
+ * (lens NULL: NUL-terminated), each with pairs[i] as a sentence pair when
+ * pairs is non-NULL and pairs[i] non-NULL (pair_lens NULL: NUL-terminated).
+ * Writes out[i*H .. i*H+H) for text i, H = bert_model_config(m)->hidden;
+ * n_out is the capacity of out in floats (< n*H: BERT_ERANGE).  Texts are
+ * run several at a time (packed, no padding) within the session's arena;
+ * each result equals embedding the text alone, up to float rounding.
+ * params NULL = defaults.  Needs a model loaded with its tokenizer.
+ * Returns BERT_OK; BERT_EINVAL, BERT_EUTF8 (the message names the text),
+ * BERT_ENOMEM or a failed run's status, detail in bert_session_errmsg; on
+ * failure out is untouched. */
+BERT_API int bert_embed_texts(bert_session *s, const char *const *texts,
+                              const size_t *lens, const char *const *pairs,
+                              const size_t *pair_lens, size_t n,
+                              const bert_embed_params *params, float *out,
+                              size_t n_out);
+
 /* ---- token-classification pipeline ---- */
 
 /* transformers' TokenClassificationPipeline, aggregation_strategy:

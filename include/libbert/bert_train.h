@@ -169,6 +169,70 @@ BERT_API const char *bert_trainer_label(const bert_trainer *t, size_t id);
 /* Number of trainable float parameters. */
 BERT_API size_t bert_trainer_num_params(const bert_trainer *t);
 
+/* ---- data readers ------------------------------------------------------ */
+
+/* The training data formats bert-train reads (docs/training.md):
+ *  CSV    a header row naming the columns, then one example per record:
+ *         text[,text_pair],label (RFC 4180 quoting: fields may hold commas,
+ *         quotes and newlines; an empty line is skipped);
+ *  CONLL  token<TAB>tag per line (further TAB columns are ignored), a blank
+ *         line between sentences;
+ *  TEXT   one text per line.
+ * Lines end at '\n' only (a '\r' before it belongs to the line). */
+typedef enum {
+    BERT_DATA_CSV = 0,
+    BERT_DATA_CONLL,
+    BERT_DATA_TEXT
+} bert_data_format;
+
+typedef struct bert_reader_params {
+    bert_data_format format;  /* default BERT_DATA_CSV */
+    const char *text_column;  /* CSV: default "text" */
+    const char *pair_column;  /* CSV: default NULL (no pair) */
+    const char *label_column; /* CSV: default "label" */
+} bert_reader_params;
+
+BERT_API bert_reader_params bert_reader_default_params(void);
+
+/* One example, borrowed from the reader until its next call. */
+typedef struct bert_record {
+    const char *text;   /* CSV, TEXT: NUL-terminated (a TEXT line may also
+                           hold NUL bytes: use text_len) */
+    size_t text_len;
+    const char *pair;   /* CSV with a pair column, else NULL */
+    size_t pair_len;
+    const char *label;  /* CSV, else NULL */
+    size_t n_words;     /* CONLL: the sentence's tokens and tags */
+    const char *const *words;
+    const char *const *tags;
+    long line;          /* where it is, for messages: CSV the record number
+                           (the header is record 1; records, not lines: a
+                           quoted field may span lines and empty lines are
+                           no records); TEXT the line number;
+                           CONLL the line that ended the sentence (its
+                           blank line, or one past the last line) */
+} bert_record;
+
+typedef struct bert_reader bert_reader;
+
+/* Opens path (free with bert_reader_free).  params NULL = defaults.  A CSV
+ * file is parsed whole here: BERT_EFORMAT for malformed CSV, an empty file
+ * or a header without a named column; BERT_EIO (a file that cannot be
+ * read), BERT_ENOMEM, BERT_EINVAL.  Messages start with the path. */
+BERT_API int bert_reader_open(const char *path,
+                              const bert_reader_params *params,
+                              bert_reader **out, bert_error *err);
+
+/* The next example, in file order, into *rec: returns 1, 0 at the end, or a
+ * negative status with the message naming the place ("data.csv: record 7
+ * has 1 fields", "train.conll:12: expected token<TAB>tag"): BERT_EFORMAT,
+ * BERT_ENOMEM.  Examples before a bad record are all returned first, so a
+ * caller sees the first problem of the file. */
+BERT_API int bert_reader_next(bert_reader *r, bert_record *rec,
+                              bert_error *err);
+
+BERT_API void bert_reader_free(bert_reader *r);
+
 #ifdef __cplusplus
 }
 #endif
