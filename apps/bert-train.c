@@ -17,6 +17,7 @@
 #include "apps/common.h"
 #include "libbert/bert_metrics.h"
 #include "libbert/bert_train.h"
+#include "libbert/readall.h"
 
 #define BERT_CFG_MAX_LABELS_APP 4096
 
@@ -198,28 +199,9 @@ static int read_file(const char *path, char **buf, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    size_t cap = 1 << 20, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (n < cap)
-            break;
-        char *nb = realloc(b, cap * 2);
-        if (!nb) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        b = nb;
-        cap *= 2;
-    }
+    int rc = bert__read_all(f, 0, buf, len);
     fclose(f);
-    if (!b)
-        return -1;
-    *buf = b;
-    *len = n;
-    return 0;
+    return rc == BERT_OK ? 0 : -1;
 }
 
 /* ---- tokenization helpers --------------------------------------------- */

@@ -13,6 +13,7 @@
 
 #include "libbert/bert_train.h"
 #include "libbert/internal.h"
+#include "libbert/readall.h"
 
 struct bert_reader {
     bert_data_format format;
@@ -109,34 +110,11 @@ static int slurp(const char *path, char **buf, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    size_t cap = 1 << 20, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(b, cap * 2);
-        if (!nb) {
-            free(b);
-            b = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        b = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
+    int rc = bert__read_all(f, 0, buf, len);
     fclose(f);
-    if (!b || bad) {
-        free(b);
-        if (bad)
-            errno = EIO;
-        return -1;
-    }
-    *buf = b;
-    *len = n;
-    return 0;
+    if (rc != BERT_OK)
+        errno = rc == BERT_ENOMEM ? ENOMEM : EIO;
+    return rc == BERT_OK ? 0 : -1;
 }
 
 static int col_index(char **hdr, size_t n, const char *name)
