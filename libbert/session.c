@@ -144,6 +144,7 @@ void bert_session_free(bert_session *s)
     free(s->win_ids);
     free(s->win_types);
     free(s->win_logits);
+    bert__batch_free(s->batch);
     free(s);
 }
 

@@ -347,9 +347,37 @@ typedef struct bert_window_params {
 
 BERT_API bert_window_params bert_window_default_params(void);
 
+/* Progress and cancellation of the batched calls (bert_classify_batch).  Called on the calling thread, between steps: once after
+ * each text is tokenized with done = total = 0, then after each model run
+ * with the sequences run so far and their total.  A nonzero return cancels
+ * the call, which then returns BERT_ECANCELED as soon as the current step
+ * is over (no result of that call is to be used). */
+typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+
+/* How the batched calls pack their sequences into model runs: sequences
+ * sorted by token count (shortest first, ties in input order), cut into
+ * runs of at most batch_size sequences and max_batch_tokens tokens, each
+ * run packed without padding in input order.  Results equal running each
+ * text alone up to float rounding (1e-6); they depend only on which
+ * sequences share a run, so a given input and params give the same bits
+ * every time. */
+typedef struct bert_batch_params {
+    size_t batch_size;      /* sequences per model run; default 32, >= 1 */
+    size_t max_batch_tokens;/* tokens per model run (a run holds at least one
+                               sequence whatever its length); 0 (default):
+                               no limit */
+    bert_progress_fn progress; /* default NULL */
+    void *progress_data;    /* passed to progress */
+} bert_batch_params;
+
+/* {batch_size 32, max_batch_tokens 0, progress NULL}. */
+BERT_API bert_batch_params bert_batch_default_params(void);
+
 typedef struct bert_classify_params {
     bert_window_params window;
     bert_function function;     /* default BERT_FUNC_DEFAULT */
+    bert_batch_params batch;    /* bert_classify_batch only; defaults of
+                                   bert_batch_default_params() */
 } bert_classify_params;
 
 BERT_API bert_classify_params bert_classify_default_params(void);
@@ -381,6 +409,51 @@ BERT_API int bert_classify_text_ex(bert_session *s, const char *text,
 BERT_API int bert_classify_text(bert_session *s, const char *text, size_t len,
                                 const char *pair, size_t pair_len,
                                 float *scores, size_t n_scores, int *label);
+
+/* The result of one text of bert_classify_batch. */
+typedef struct bert_classify_result {
+    int status;             /* BERT_OK, or why this text has no result:
+                               BERT_EUTF8 (error.byte_offset set), BERT_EINVAL
+                               (NULL text, no tokens), BERT_ETOOLONG, or the
+                               status of its failed model run (BERT_EFORMAT:
+                               non-finite logits) */
+    int label;              /* arg-max of the logits (first on ties); -1 on
+                               failure */
+    size_t n_tokens;        /* tokens of its encoding: truncated to
+                               max_length, or whole in window mode */
+    size_t n_overflow;      /* tokens truncation dropped (text and pair) */
+    size_t n_windows;       /* model sequences it took (1 unless windows) */
+    bert_error error;       /* status != BERT_OK: the message */
+} bert_classify_result;
+
+/* Classifies n texts at once: texts[i] of lens[i] bytes (lens NULL:
+ * NUL-terminated), each with pairs[i] as a sentence pair when pairs and
+ * pairs[i] are non-NULL (pair_lens NULL: NUL-terminated).  Every text is
+ * tokenized (truncated, or windows as bert_classify_text_ex), then all
+ * sequences are run in packed runs as params->batch says (length-sorted,
+ * no padding).  For text i, with C = num_labels:
+ *  results[i]: its status, label, token counts, windows, error message;
+ *  logits[i*C .. i*C+C) (logits may be NULL): as bert_classify_text_ex
+ *    (the mean over windows);
+ *  scores[i*C .. i*C+C) (scores may be NULL): params->function applied.
+ * A text that fails (invalid UTF-8, a failed model run: a run that fails
+ * is retried one sequence at a time to find which) gets its status and
+ * message in results[i] and zero rows; the others are unaffected.  n_out
+ * is the capacity of logits and scores in floats (< n*C: BERT_ERANGE).
+ * params NULL = defaults.  Needs a model loaded with its tokenizer.
+ * Returns BERT_OK when every text was tried (check each results[i].status),
+ * else with err filled: BERT_EINVAL (not a sequence-classification model,
+ * no tokenizer, NULL texts or results, bad stride or batch_size),
+ * BERT_ERANGE, BERT_ENOMEM, BERT_ECANCELED (params->batch.progress said
+ * so).  Scratch memory is the session's, reused by the next call. */
+BERT_API int bert_classify_batch(bert_session *s, const char *const *texts,
+                                 const size_t *lens,
+                                 const char *const *pairs,
+                                 const size_t *pair_lens, size_t n,
+                                 const bert_classify_params *params,
+                                 bert_classify_result *results,
+                                 float *logits, float *scores, size_t n_out,
+                                 bert_error *err);
 
 /* Token logits for a whole text, windowed when params->mode is
  * BERT_LONG_WINDOWS (else truncated).  Tokenizes text into enc (caller's,

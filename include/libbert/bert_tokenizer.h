@@ -50,7 +50,8 @@ extern "C" {
     XX(EUTF8, -7, "invalid UTF-8")                                             \
     XX(ETOOLONG, -8, "input exceeds a limit")                                  \
     XX(EUNSUPPORTED, -9, "unsupported model or option")                        \
-    XX(ERANGE, -10, "output buffer too small")
+    XX(ERANGE, -10, "output buffer too small")                                 \
+    XX(ECANCELED, -11, "canceled by the progress callback")
 
 typedef enum {
 #define BERT_STATUS_ENUM_(name, val, msg) BERT_##name = val,
