@@ -1,5 +1,5 @@
-/* test_batch.c - bert_classify_batch against bert_classify_text_ex, text by
- * text:
+/* test_batch.c - the batched pipelines.  bert_classify_batch against
+ * bert_classify_text_ex, text by text:
  *  - one sequence per run (batch_size 1) gives the same bits; packed,
  *    length-sorted runs (batch_size 3, a token cap) the same within float
  *    rounding, results in input order, pairs included;
@@ -8,8 +8,10 @@
  *    with its status, message and byte offset; the others are unaffected;
  *  - the progress callback sees every run and cancels with BERT_ECANCELED;
  *  - misuse: a token model, too small an output, batch_size 0.
- * Model: the bert-seq-uncased fixture of $SHARED_DIR/fixtures (skips with 77
- * when absent). */
+ * bert_tag_batch against bert_tag_text: every aggregation, stride windows of
+ * a long text among short ones; per-text errors, cancel, misuse.
+ * Models: the bert-seq-uncased and bert-token-cased fixtures of
+ * $SHARED_DIR/fixtures (skips with 77 when absent). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +285,158 @@ static void test_misuse(void)
     bert_model_free(tm);
 }
 
+/* ---- bert_tag_batch ------------------------------------------------------- */
+
+/* results of bert_tag_batch equal bert_tag_text's: the same entities and
+ * words, scores within float rounding. */
+static void same_tags(const bert_tag_result *a, const bert_tag_result *b)
+{
+    CU_ASSERT_EQUAL(a->n, b->n);
+    CU_ASSERT_EQUAL(a->n_words, b->n_words);
+    CU_ASSERT_EQUAL(a->n_windows, b->n_windows);
+    for (size_t i = 0; i < a->n && i < b->n; i++) {
+        const bert_entity *x = &a->entities[i], *y = &b->entities[i];
+        CU_ASSERT_STRING_EQUAL(x->entity, y->entity);
+        CU_ASSERT_STRING_EQUAL(x->word, y->word);
+        CU_ASSERT_EQUAL(x->label, y->label);
+        CU_ASSERT_EQUAL(x->index, y->index);
+        CU_ASSERT(x->start == y->start && x->end == y->end);
+        CU_ASSERT(x->byte_start == y->byte_start && x->byte_end == y->byte_end);
+        CU_ASSERT(fabs((double)x->score - (double)y->score) < 1e-5);
+    }
+    for (size_t i = 0; i < a->n_words && i < b->n_words; i++) {
+        const bert_tag_word *x = &a->words[i], *y = &b->words[i];
+        CU_ASSERT_EQUAL(x->label, y->label);
+        CU_ASSERT(x->byte_start == y->byte_start && x->byte_end == y->byte_end);
+        CU_ASSERT(fabs((double)x->score - (double)y->score) < 1e-5);
+    }
+}
+
+static void tag_compare(bert_model *tm, bert_session *ts,
+                        const char *const *tx, const size_t *ln, size_t n,
+                        const bert_tag_params *p)
+{
+    bert_tag_result **r = calloc(n, sizeof *r);
+    bert_error *errs = calloc(n, sizeof *errs), err;
+    bert_tag_result *one = bert_tag_result_create();
+    for (size_t i = 0; i < n; i++)
+        r[i] = bert_tag_result_create();
+    CU_ASSERT_EQUAL_FATAL(bert_tag_batch(ts, tx, ln, n, p, r, errs, &err),
+                          BERT_OK);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(errs[i].status, BERT_OK);
+        CU_ASSERT_EQUAL(bert_tag_text(tm, ts, tx[i], ln[i], p, one, &err),
+                        BERT_OK);
+        same_tags(r[i], one);
+    }
+    for (size_t i = 0; i < n; i++)
+        bert_tag_result_free(r[i]);
+    bert_tag_result_free(one);
+    free(r);
+    free(errs);
+}
+
+static int tag_open(bert_model **tm, bert_session **ts)
+{
+    char dir[4200];
+    bert_error err;
+    snprintf(dir, sizeof dir, "%s/bert-token-cased", fixtures);
+    if (bert_model_load(dir, NULL, tm, &err) != BERT_OK)
+        return -1;
+    return bert_session_create(*tm, NULL, ts, &err) == BERT_OK ? 0 : -1;
+}
+
+static void test_tag_batch(void)
+{
+    bert_model *tm;
+    bert_session *ts;
+    CU_ASSERT_EQUAL_FATAL(tag_open(&tm, &ts), 0);
+    bert_tag_params p = bert_tag_default_params();
+    static const bert_aggregation aggs[] = {BERT_AGG_NONE, BERT_AGG_SIMPLE,
+                                            BERT_AGG_FIRST, BERT_AGG_AVERAGE,
+                                            BERT_AGG_MAX};
+    for (size_t a = 0; a < 5; a++) {
+        p.aggregation = aggs[a];
+        p.batch.batch_size = a + 1;
+        tag_compare(tm, ts, texts, lens, n_texts, &p);
+    }
+    /* stride windows: a long text (several windows) between short ones */
+    size_t total = 0;
+    for (size_t i = 0; i < n_texts; i++)
+        total += lens[i] + 1;
+    char *all = malloc(4 * total + 1), *q = all;
+    for (int rep = 0; rep < 4; rep++)
+        for (size_t i = 0; i < n_texts; i++) {
+            memcpy(q, texts[i], lens[i]);
+            q += lens[i];
+            *q++ = ' ';
+        }
+    const char *tx[3] = {texts[0], all, texts[3]};
+    size_t ln[3] = {lens[0], (size_t)(q - all), lens[3]};
+    p.aggregation = BERT_AGG_FIRST;
+    p.stride = 16;
+    p.batch.batch_size = 4;
+    p.batch.max_batch_tokens = 700;
+    tag_compare(tm, ts, tx, ln, 3, &p);
+    free(all);
+    bert_session_free(ts);
+    bert_model_free(tm);
+}
+
+static void test_tag_batch_errors(void)
+{
+    bert_model *tm;
+    bert_session *ts;
+    CU_ASSERT_EQUAL_FATAL(tag_open(&tm, &ts), 0);
+    const char *tx[3] = {texts[0], "Paris \xff", NULL};
+    size_t ln[3] = {lens[0], 7, 0};
+    bert_tag_result *r[3] = {bert_tag_result_create(),
+                             bert_tag_result_create(),
+                             bert_tag_result_create()};
+    bert_tag_result *one = bert_tag_result_create();
+    bert_error errs[3], err;
+    CU_ASSERT_EQUAL(bert_tag_batch(ts, tx, ln, 3, NULL, r, errs, &err),
+                    BERT_OK);
+    CU_ASSERT_EQUAL(errs[0].status, BERT_OK);
+    CU_ASSERT_EQUAL(errs[1].status, BERT_EUTF8);
+    CU_ASSERT_EQUAL(errs[1].byte_offset, 6);
+    CU_ASSERT_EQUAL(r[1]->n, 0);
+    CU_ASSERT_EQUAL(errs[2].status, BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_tag_text(tm, ts, tx[0], ln[0], NULL, one, &err),
+                    BERT_OK);
+    same_tags(r[0], one);
+    /* cancel after the first run */
+    progress_log g;
+    memset(&g, 0, sizeof g);
+    g.cancel_at = 1;
+    bert_tag_params p = bert_tag_default_params();
+    p.batch.batch_size = 1;
+    p.batch.progress = on_progress;
+    p.batch.progress_data = &g;
+    CU_ASSERT_EQUAL(bert_tag_batch(ts, texts, lens, 3, &p, r, errs, &err),
+                    BERT_ECANCELED);
+    CU_ASSERT_EQUAL(g.last_done, 1);
+    CU_ASSERT_EQUAL(r[0]->n, 0);
+    /* misuse: a sequence model, NULL arrays, batch_size 0 */
+    CU_ASSERT_EQUAL(bert_tag_batch(s, texts, lens, 3, NULL, r, errs, &err),
+                    BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_tag_batch(ts, texts, lens, 3, NULL, NULL, errs, &err),
+                    BERT_EINVAL);
+    p.batch.batch_size = 0;
+    CU_ASSERT_EQUAL(bert_tag_batch(ts, texts, lens, 3, &p, r, errs, &err),
+                    BERT_EINVAL);
+    p = bert_tag_default_params();
+    p.aggregation = BERT_AGG_FIRST;
+    p.stride = 62; /* the fixture's maximum length is 64 */
+    CU_ASSERT_EQUAL(bert_tag_batch(ts, texts, lens, 3, &p, r, errs, &err),
+                    BERT_EINVAL);
+    for (int i = 0; i < 3; i++)
+        bert_tag_result_free(r[i]);
+    bert_tag_result_free(one);
+    bert_session_free(ts);
+    bert_model_free(tm);
+}
+
 int main(int argc, char **argv)
 {
     const char *sh = getenv("SHARED_DIR");
@@ -301,6 +455,8 @@ int main(int argc, char **argv)
         {"item_errors", test_item_errors},
         {"progress_cancel", test_progress_cancel},
         {"misuse", test_misuse},
+        {"tag_batch_equals_tag_text", test_tag_batch},
+        {"tag_batch_errors_cancel_misuse", test_tag_batch_errors},
     };
     return tu_run_suite("classify_batch", setup, teardown, all,
                         sizeof all / sizeof all[0], argc, argv);

@@ -347,7 +347,8 @@ typedef struct bert_window_params {
 
 BERT_API bert_window_params bert_window_default_params(void);
 
-/* Progress and cancellation of the batched calls (bert_classify_batch).  Called on the calling thread, between steps: once after
+/* Progress and cancellation of the batched calls (bert_classify_batch,
+ * bert_tag_batch).  Called on the calling thread, between steps: once after
  * each text is tokenized with done = total = 0, then after each model run
  * with the sequences run so far and their total.  A nonzero return cancels
  * the call, which then returns BERT_ECANCELED as soon as the current step
@@ -557,6 +558,8 @@ typedef struct bert_tag_params {
      * Entities found in several windows are merged as HF does (the longer
      * one, then the higher score, wins). */
     long stride;
+    bert_batch_params batch;    /* bert_tag_batch only; defaults of
+                                   bert_batch_default_params() */
 } bert_tag_params;
 
 BERT_API bert_tag_params bert_tag_default_params(void);
@@ -640,6 +643,26 @@ BERT_API int bert_tag_text(const bert_model *m, bert_session *s,
                            const char *text, size_t len,
                            const bert_tag_params *params,
                            bert_tag_result *out, bert_error *err);
+
+/* Tags n texts at once with the session's token-classification model:
+ * texts[i] of lens[i] bytes (lens NULL: NUL-terminated) into results[i]
+ * (each from bert_tag_result_create; contents replaced), exactly what
+ * bert_tag_text gives for each text (windows, aggregation, merge) up to
+ * float rounding, but the windows of all texts run together in packed
+ * length-sorted runs as params->batch says.  All windows of all texts are
+ * held at once: call it on a bounded number of texts.  errors[i] receives
+ * text i's status (BERT_OK, or BERT_EUTF8 with byte_offset, BERT_EINVAL for
+ * a NULL text, the status of its failed model run) and message; a failed
+ * text has an empty result and does not affect the others.  params NULL =
+ * defaults.  Returns BERT_OK when every text was tried, else with err
+ * filled (and every result emptied): BERT_EINVAL (not a token model, NULL
+ * arrays, bad params), BERT_ENOMEM, BERT_ECANCELED (the progress callback
+ * said so). */
+BERT_API int bert_tag_batch(bert_session *s, const char *const *texts,
+                            const size_t *lens, size_t n,
+                            const bert_tag_params *params,
+                            bert_tag_result *const *results,
+                            bert_error *errors, bert_error *err);
 
 #ifdef __cplusplus
 }
