@@ -10,6 +10,7 @@ bert_window_params bert_window_default_params(void)
 {
     bert_window_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.mode = BERT_LONG_TRUNCATE;
     return p;
 }
@@ -18,6 +19,7 @@ bert_classify_params bert_classify_default_params(void)
 {
     bert_classify_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.window = bert_window_default_params();
     p.function = BERT_FUNC_DEFAULT;
     p.batch = bert_batch_default_params();
@@ -173,7 +175,12 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
     if (!s)
         return BERT_EINVAL;
     s->errmsg[0] = '\0';
-    bert_classify_params p = params ? *params : bert_classify_default_params();
+    bert_classify_params p;
+    bert_error e;
+    if (BERT__PARAMS(p, params, bert_classify_default_params, &e) ||
+        bert__params_nested(p.window.size, sizeof p.window,
+                            "bert_classify_params.window", &e))
+        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
@@ -251,7 +258,10 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
     if (!s)
         return BERT_EINVAL;
     s->errmsg[0] = '\0';
-    bert_window_params p = params ? *params : bert_window_default_params();
+    bert_window_params p;
+    bert_error e;
+    if (BERT__PARAMS(p, params, bert_window_default_params, &e))
+        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
@@ -308,6 +318,7 @@ bert_batch_params bert_batch_default_params(void)
 {
     bert_batch_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.batch_size = 32;
     p.max_batch_tokens = 0;
     p.progress = NULL;
@@ -536,7 +547,13 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     if (!s)
         return bert__err(err, BERT_EINVAL, "session is NULL");
     s->errmsg[0] = '\0';
-    bert_classify_params p = params ? *params : bert_classify_default_params();
+    bert_classify_params p;
+    if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
+        bert__params_nested(p.window.size, sizeof p.window,
+                            "bert_classify_params.window", err) ||
+        bert__params_nested(p.batch.size, sizeof p.batch,
+                            "bert_classify_params.batch", err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen, need;
     int rc;

@@ -15,6 +15,7 @@
  * growing the arena never leaves a dangling pointer.
  */
 #include "libbert/bert.h"
+#include "libbert/internal.h"
 #include "libbert/model.h"
 
 #include <math.h>
@@ -151,6 +152,8 @@ bert_tag_params bert_tag_default_params(void)
 {
     static const char *const ignore_o[] = {"O"};
     bert_tag_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.aggregation = BERT_AGG_NONE;
     p.ignore_labels = ignore_o;
     p.n_ignore = 1;
@@ -876,13 +879,15 @@ static int publish(bert_tag_result *r, bert_error *err)
 int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
                        bert_tag_result *out, bert_error *err)
 {
-    bert_tag_params def = bert_tag_default_params();
+    bert_tag_params def;
     if (!out || !out->priv_)
         return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
     reset(out);
     if (!in)
         return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
-    const bert_tag_params *p = params ? params : &def;
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err))
+        return BERT_EINVAL;
+    const bert_tag_params *p = &def;
     int rc = bad_params(p, err);
     if (rc)
         return rc;
@@ -1063,11 +1068,13 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
                   size_t len, const bert_tag_params *params,
                   bert_tag_result *out, bert_error *err)
 {
-    bert_tag_params def = bert_tag_default_params();
-    const bert_tag_params *p = params ? params : &def;
+    bert_tag_params def;
+    const bert_tag_params *p = &def;
     if (!out || !out->priv_)
         return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
     reset(out);
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err))
+        return BERT_EINVAL;
     if (!m || !s || (!text && len))
         return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
     if (bad_params(p, err))
@@ -1109,10 +1116,14 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
                    bert_tag_result *const *results, bert_error *errors,
                    bert_error *err)
 {
-    bert_tag_params def = bert_tag_default_params();
-    const bert_tag_params *p = params ? params : &def;
+    bert_tag_params def;
+    const bert_tag_params *p = &def;
     if (!s)
         return set_err(err, BERT_EINVAL, "session is NULL");
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err) ||
+        bert__params_nested(p->batch.size, sizeof p->batch,
+                            "bert_tag_params.batch", err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     if (n == 0)
         return BERT_OK;

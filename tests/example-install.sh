@@ -28,7 +28,7 @@ if ! ${LIBBERT_MAKE:-make} -C "$b" install prefix="$pre" >"$tmp/install.log" 2>&
     exit 1
 fi
 
-# --- installed tools: libbert.so.0 and the models, from anywhere ----------
+# --- installed tools: libbert.so.1 and the models, from anywhere ----------
 cd "$tmp"
 "$pre/bin/bert-sentiment" 'a gorgeous film' > out 2> err || die "installed bert-sentiment: $(cat err)"
 grep -q '	a gorgeous film$' out || die "installed bert-sentiment output: $(cat out)"
@@ -46,7 +46,7 @@ grep -q "$pre/bin/../share/libbert/models/sentiment" err || die "message: $(cat 
 mv "$tmp/moved" "$pre/share/libbert/models/sentiment"
 
 # --- docs, man pages, pkg-config ------------------------------------------
-for d in bert-classify bert-sentiment bert-tag inference performance tokenizer training; do
+for d in bert-classify bert-sentiment bert-tag inference performance tokenizer training abi; do
     [ -s "$pre/share/doc/libbert/$d.md" ] || die "docs/$d.md not installed"
 done
 for t in bert-classify bert-sentiment bert-tag bert-infer bert-tokenize bert-train bert-vocab bert-bench; do

@@ -18,6 +18,7 @@
  * end) in the caller's text.
  */
 #include "tokenizer/tokenizer_internal.h"
+#include "libbert/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ bert_encode_params bert_encode_default_params(void)
 {
     bert_encode_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.truncation = BERT_TRUNCATE_LONGEST_FIRST;
     p.add_special_tokens = 1;
     return p;
@@ -733,7 +735,9 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
                        size_t pair_len, const bert_encode_params *params, bert_encoding *e,
                        bert_error *err)
 {
-    bert_encode_params prm = params ? *params : bert_encode_default_params();
+    bert_encode_params prm;
+    if (BERT__PARAMS(prm, params, bert_encode_default_params, err))
+        return BERT_EINVAL;
     int has_pair = pair != NULL && pair_len > 0;
     int rc;
     if ((rc = check_utf8("text", text, len, err)))

@@ -116,6 +116,8 @@ typedef struct bert_config {
 /* ---- model ------------------------------------------------------------- */
 
 typedef struct bert_model_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     int load_tokenizer;     /* default 1: a model without tokenizer files
                                then fails with BERT_EMISSING */
     bert_kernels kernels;   /* default AUTO: on a CPU with libbert's own
@@ -208,6 +210,8 @@ BERT_API bert_precision bert_model_precision(const bert_model *m);
 /* ---- session ----------------------------------------------------------- */
 
 typedef struct bert_session_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     int n_threads;          /* default 1; BLIS and OpenMP work of this session.
                                Keep it at most the cores available: BLIS's and
                                OpenMP's threads spin while they wait, and more
@@ -339,6 +343,8 @@ typedef enum {
 } bert_long_mode;
 
 typedef struct bert_window_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t max_length;  /* tokens per run with specials; 0 (default) or more
                            than bert_model_max_length(m) means that value */
     bert_long_mode mode;/* default BERT_LONG_TRUNCATE */
@@ -363,6 +369,8 @@ typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
  * sequences share a run, so a given input and params give the same bits
  * every time. */
 typedef struct bert_batch_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t batch_size;      /* sequences per model run; default 32, >= 1 */
     size_t max_batch_tokens;/* tokens per model run (a run holds at least one
                                sequence whatever its length); 0 (default):
@@ -375,6 +383,8 @@ typedef struct bert_batch_params {
 BERT_API bert_batch_params bert_batch_default_params(void);
 
 typedef struct bert_classify_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_window_params window;
     bert_function function;     /* default BERT_FUNC_DEFAULT */
     bert_batch_params batch;    /* bert_classify_batch only; defaults of
@@ -487,6 +497,8 @@ typedef enum {
 } bert_pooling;
 
 typedef struct bert_embed_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_pooling pooling;   /* default BERT_POOL_MEAN */
     int normalize;          /* 1: divide each embedding by its L2 norm
                                (max(norm, 1e-12), as torch's F.normalize in
@@ -545,6 +557,8 @@ typedef enum {
 } bert_aggregation;
 
 typedef struct bert_tag_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_aggregation aggregation; /* default BERT_AGG_NONE (as HF) */
     /* Entities whose label (NONE) or group (others) is one of these are
      * dropped.  Default {"O"}, n_ignore 1; n_ignore 0 keeps everything.

@@ -158,6 +158,8 @@ BERT_API int bert_tokenizer_strip_accents(const bert_tokenizer *t);
 typedef struct bert_vocab_trainer bert_vocab_trainer;
 
 typedef struct bert_vocab_trainer_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t vocab_size;      /* target size (default 30000); the vocabulary
                                never has fewer tokens than the special
                                tokens, the alphabet and its ##-forms */
@@ -221,6 +223,8 @@ typedef enum {
 } bert_truncation;
 
 typedef struct bert_encode_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t max_length;          /* 0 = no truncation; counts special tokens */
     bert_truncation truncation; /* default BERT_TRUNCATE_LONGEST_FIRST */
     size_t pad_to;              /* 0 = no padding; else pad with [PAD] to this */
