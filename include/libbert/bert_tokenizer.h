@@ -271,6 +271,27 @@ BERT_API int bert_tokenizer_encode(const bert_tokenizer *t, const char *text,
                                    const bert_encode_params *params,
                                    bert_encoding *enc, bert_error *err);
 
+/* Encodes words already split (transformers' is_split_into_words=True):
+ * words[0..n_words) (lens NULL: NUL-terminated) and the optional pair's
+ * pair_words[0..n_pair_words) (none when n_pair_words is 0).  Each word is
+ * normalised and pre-tokenized on its own, so a word may still give
+ * several pre-tokens ("New York", "don't"), all with word_ids = the
+ * word's index in its list (the pair's count from 0 again, seq_ids 1); an
+ * empty word gives no token but keeps its index.  Offsets are within each
+ * word (code points and bytes from the word's start), as transformers
+ * gives them.  Truncation, special tokens and padding as
+ * bert_tokenizer_encode.  WordPiece tokenizers only: byte-level BPE gives
+ * BERT_EUNSUPPORTED.  BERT_EUTF8 names the word (err->byte_offset: within
+ * it); BERT_EINVAL for a NULL word or list. */
+BERT_API int bert_tokenizer_encode_words(const bert_tokenizer *t,
+                                         const char *const *words,
+                                         const size_t *lens, size_t n_words,
+                                         const char *const *pair_words,
+                                         const size_t *pair_lens,
+                                         size_t n_pair_words,
+                                         const bert_encode_params *params,
+                                         bert_encoding *enc, bert_error *err);
+
 #ifdef __cplusplus
 }
 #endif
