@@ -7,12 +7,13 @@
  * physical line at a time so every record knows the line it starts on.
  *
  * Two threads share the work, double-buffered.  The reader thread parses
- * the CSV and tokenizes every record as it completes, filling a window of
- * --window rows.  The main thread takes a full window, sorts its rows by
- * token count, runs them through the model in batches of --batch rows of
- * similar length, and writes the window's rows back in input order with the
- * appended columns; meanwhile the reader fills the other window.  At most
- * two windows are held, so memory stays flat whatever the file size.
+ * the CSV and checks every record as it completes (columns present, valid
+ * UTF-8), filling a window of --window rows.  The main thread takes a full
+ * window and classifies its rows with bert_classify_batch (tokenized, sorted
+ * by token count, run in packed batches of --batch rows of similar length),
+ * then writes them back in input order with the appended columns; meanwhile
+ * the reader fills the other window.  At most two windows are held, so
+ * memory stays flat whatever the file size.
  *
  * Every input row gives one output row.  A row whose text cannot be
  * classified (missing column, invalid UTF-8, ...) gets an empty label and
@@ -62,18 +63,18 @@ typedef struct row {
     size_t nf, fcap;
     long line;              /* physical line the record starts on */
     long long rowno;        /* 1-based data row */
-    int ok;                 /* tokenized (then classified) */
+    int ok;                 /* checked (then classified) */
     int err_stage;          /* ERR_* */
-    size_t tok_off, tok_n;  /* its tokens in the window's buffers */
+    const char *text, *pair;/* its text and pair fields (pair NULL: none) */
+    size_t text_len, pair_len;
+    size_t vi;              /* its index among the window's checked rows */
     char err[320];
 } row;
 
-/* Up to --window consecutive rows, tokenized by the reader. */
+/* Up to --window consecutive rows, checked by the reader. */
 typedef struct window {
     row *rows;              /* [window]; rows[0..nrows) are complete */
     size_t nrows;
-    int32_t *ids, *tids;    /* the tokens of the ok rows, back to back */
-    size_t ntok, ids_cap, tids_cap;
     long long consumed;     /* input bytes read when it was handed over */
     int last;               /* no window follows */
     int fatal;              /* exit status to stop with after writing it */
@@ -109,19 +110,12 @@ typedef struct reader {
     size_t width;
     long col, pcol;         /* 0-based, -1 none */
     long long nrecords;
-    long long ntruncated;   /* rows cut to the model's maximum length */
     int fatal;              /* stop parsing: the window says why */
-    bert_encoding *enc;
     window *win;            /* the app's two windows */
     handoff *h;
     window *w;              /* the window being filled, win + cur */
     int cur;
 } reader;
-
-/* A row of a window by token count, for the length sort. */
-typedef struct by_len {
-    size_t n, i;
-} by_len;
 
 typedef struct app {
     /* options */
@@ -145,16 +139,17 @@ typedef struct app {
     FILE *out;
     long long nwritten, nerrors, ndone, consumed;
     long long nmodel_errors; /* rows the model failed on: exit status 2 */
+    long long ntruncated;   /* rows cut to the model's maximum length */
     /* model */
     bert_model *m;
     bert_session *s;
-    const bert_tokenizer *tok;
     size_t C, maxlen;
     bert_function fn;
-    bert_input *inputs;     /* [batch] */
-    float *logits;          /* [batch][C] */
-    float *scores;          /* [window][C], by row of the window */
-    by_len *ord;            /* [window] */
+    /* one window's checked rows, for bert_classify_batch */
+    const char **texts, **pairs;  /* [window] */
+    size_t *lens, *pair_lens;     /* [window] */
+    bert_classify_result *res;    /* [window] */
+    float *scores;          /* [window][C], by checked row (row.vi) */
     size_t *order;          /* [C], labels by score */
     /* progress */
     int progress;
@@ -561,10 +556,10 @@ static const char *col_name(const reader *rd, long col, char *buf, size_t cap)
     return buf;
 }
 
-/* Tokenizes row r into w's token buffers; on failure records why in r. */
-static void tokenize(reader *rd, window *w, row *r)
+/* Checks row r (its columns present, valid UTF-8) and notes its text and
+ * pair for the main thread; on failure records why in r. */
+static void check_row(reader *rd, row *r)
 {
-    const app *a = rd->a;
     char cn[80];
     if ((size_t)rd->col >= r->nf) {
         row_fail(r, ERR_INPUT, "no column %s (the row has %zu field%s)",
@@ -593,26 +588,10 @@ static void tokenize(reader *rd, window *w, row *r)
                  col_name(rd, rd->pcol, cn, sizeof cn), v);
         return;
     }
-    bert_encode_params ep = bert_encode_default_params();
-    ep.max_length = a->maxlen;
-    bert_error err;
-    int rc = bert_tokenizer_encode(a->tok, text, tlen, pair, plen, &ep,
-                                   rd->enc, &err);
-    if (rc) {
-        row_fail(r, ERR_INPUT, "%s",
-                 err.text[0] ? err.text : bert_strerror(rc));
-        return;
-    }
-    if (rd->enc->n_overflow_first || rd->enc->n_overflow_second)
-        rd->ntruncated++;
-    size_t n = rd->enc->n;
-    grow_to(&w->ids, &w->ids_cap, w->ntok + n, sizeof(int32_t));
-    grow_to(&w->tids, &w->tids_cap, w->ntok + n, sizeof(int32_t));
-    memcpy(w->ids + w->ntok, rd->enc->ids, n * sizeof(int32_t));
-    memcpy(w->tids + w->ntok, rd->enc->type_ids, n * sizeof(int32_t));
-    r->tok_off = w->ntok;
-    r->tok_n = n;
-    w->ntok += n;
+    r->text = text;
+    r->text_len = tlen;
+    r->pair = pair;
+    r->pair_len = plen;
     r->ok = 1;
 }
 
@@ -623,7 +602,6 @@ static void window_begin(reader *rd, int k)
     for (size_t i = 0; i < rd->a->window; i++)
         row_reset(&w->rows[i]);
     w->nrows = 0;
-    w->ntok = 0;
     w->last = 0;
     w->fatal = 0;
     w->msg_len = 0;
@@ -727,7 +705,7 @@ static void on_record(int c, void *data)
         return;
     }
     r->rowno = ++rd->nrecords;
-    tokenize(rd, rd->w, r);
+    check_row(rd, r);
     if (++rd->w->nrows == a->window)
         window_pass(rd, 0);
 }
@@ -827,50 +805,15 @@ static void *reader_main(void *arg)
 
 /* ---- main thread: classify and write ------------------------------------ */
 
-static int cmp_len(const void *x, const void *y)
+/* bert_classify_batch's progress: rows of the window classified so far. */
+static int on_progress(size_t done, size_t total, void *data)
 {
-    const by_len *p = x, *q = y;
-    if (p->n != q->n)
-        return p->n < q->n ? -1 : 1;
-    return p->i < q->i ? -1 : p->i > q->i;
-}
-
-static int cmp_index(const void *x, const void *y)
-{
-    const by_len *p = x, *q = y;
-    return p->i < q->i ? -1 : p->i > q->i;
-}
-
-/* Runs rows b[0..nb) of window w as one packed batch; their scores go to
- * a->scores by row of the window. */
-static void run_batch(app *a, window *w, by_len *b, size_t nb)
-{
-    /* Packed in input order: the same rows then make the same packed input
-     * whatever the window, so --window equal to --batch runs exactly the
-     * batches of a tool without sorting. */
-    qsort(b, nb, sizeof *b, cmp_index);
-    for (size_t k = 0; k < nb; k++) {
-        const row *r = &w->rows[b[k].i];
-        a->inputs[k].ids = w->ids + r->tok_off;
-        a->inputs[k].type_ids = w->tids + r->tok_off;
-        a->inputs[k].n = r->tok_n;
+    app *a = data;
+    if (total) {
+        a->ndone = a->nwritten + (long long)done;
+        draw_progress(a, 0);
     }
-    bert_outputs o = {a->logits, NULL, NULL};
-    if (bert_session_run(a->s, a->inputs, nb, &o) != 0) {
-        /* find the culprit: run the rows one at a time */
-        for (size_t k = 0; k < nb; k++) {
-            bert_outputs o1 = {a->logits + k * a->C, NULL, NULL};
-            if (bert_session_run(a->s, &a->inputs[k], 1, &o1) != 0) {
-                row_fail(&w->rows[b[k].i], ERR_MODEL, "model run failed: %s",
-                         bert_session_errmsg(a->s));
-                a->nmodel_errors++;
-            }
-        }
-    }
-    for (size_t k = 0; k < nb; k++)
-        if (w->rows[b[k].i].ok)
-            bert_apply_function(a->m, a->fn, a->logits + k * a->C,
-                                a->scores + b[k].i * a->C);
+    return 0;
 }
 
 static void report_error(app *a, const row *r)
@@ -906,32 +849,65 @@ static void report_errors(app *a, const window *w)
     }
 }
 
-/* Classifies window w in batches of rows of similar length and writes its
- * rows in input order. */
+/* Classifies window w's checked rows (in batches of rows of similar
+ * length: bert_classify_batch) and writes its rows in input order. */
 static void process_window(app *a, window *w)
 {
     a->consumed = w->consumed;
     size_t nvalid = 0;
-    for (size_t i = 0; i < w->nrows; i++)
-        if (w->rows[i].ok) {
-            a->ord[nvalid].n = w->rows[i].tok_n;
-            a->ord[nvalid].i = i;
-            nvalid++;
-        }
-    /* Shortest first, ties in input order, so the run is deterministic.
-     * The encoder packs each batch without padding, so sorting saves no
+    for (size_t i = 0; i < w->nrows; i++) {
+        row *r = &w->rows[i];
+        if (!r->ok)
+            continue;
+        r->vi = nvalid;
+        a->texts[nvalid] = r->text;
+        a->lens[nvalid] = r->text_len;
+        a->pairs[nvalid] = r->pair;
+        a->pair_lens[nvalid] = r->pair_len;
+        nvalid++;
+    }
+    /* Shortest first, ties in input order, --batch rows per packed run: the
+     * encoder packs each batch without padding, so sorting saves no
      * padding; it keeps each batch's sequences of similar length. */
-    qsort(a->ord, nvalid, sizeof *a->ord, cmp_len);
-    for (size_t b0 = 0; b0 < nvalid; b0 += a->batch) {
-        size_t nb = nvalid - b0 < a->batch ? nvalid - b0 : a->batch;
-        run_batch(a, w, a->ord + b0, nb);
-        a->ndone += (long long)nb;
-        draw_progress(a, 0);
+    bert_classify_params p = bert_classify_default_params();
+    p.window.max_length = a->maxlen;
+    p.function = a->fn;
+    p.batch.batch_size = a->batch;
+    p.batch.progress = on_progress;
+    p.batch.progress_data = a;
+    bert_error err;
+    if (bert_classify_batch(a->s, a->texts, a->lens,
+                            a->rd.pcol >= 0 ? a->pairs : NULL, a->pair_lens,
+                            nvalid, &p, a->res, NULL, a->scores,
+                            a->window * a->C, &err) != BERT_OK) {
+        draw_progress(a, 1);
+        fprintf(stderr, PROG ": %s: %s\n", a->fname, err.text);
+        if (a->out_path)
+            app_discard(NULL, a->out_tmp);
+        exit(EXIT_BADINPUT);
+    }
+    for (size_t i = 0; i < w->nrows; i++) {
+        row *r = &w->rows[i];
+        if (!r->ok)
+            continue;
+        const bert_classify_result *res = &a->res[r->vi];
+        if (res->n_overflow)
+            a->ntruncated++;
+        if (res->status == BERT_OK)
+            continue;
+        if (res->n_tokens == 0) { /* the tokenizer refused it */
+            row_fail(r, ERR_INPUT, "%s", res->error.text[0]
+                                             ? res->error.text
+                                             : bert_strerror(res->status));
+        } else {
+            row_fail(r, ERR_MODEL, "model run failed: %s", res->error.text);
+            a->nmodel_errors++;
+        }
     }
     report_errors(a, w);
     for (size_t i = 0; i < w->nrows; i++) {
         const row *r = &w->rows[i];
-        const float *sc = a->scores + i * a->C;
+        const float *sc = a->scores + r->vi * a->C;
         if (a->jsonl)
             write_row_jsonl(a, r, sc);
         else
@@ -1050,8 +1026,7 @@ static int run(app *a)
                                 "sentiment", BERT_TASK_SEQUENCE)))
         return EXIT_BADINPUT;
     const bert_config *cfg = bert_model_config(a->m);
-    a->tok = bert_model_tokenizer(a->m);
-    if (!a->tok) {
+    if (!bert_model_tokenizer(a->m)) {
         fprintf(stderr, PROG ": %s: the model has no tokenizer\n",
                 a->model_dir);
         return EXIT_BADINPUT;
@@ -1067,18 +1042,19 @@ static int run(app *a)
     rd->a = a;
     rd->win = a->win;
     rd->h = &a->h;
-    rd->enc = bert_encoding_create();
     rd->buf = malloc(1 << 16);
     a->win[0].rows = calloc(a->window, sizeof(row));
     a->win[1].rows = calloc(a->window, sizeof(row));
-    a->inputs = calloc(a->batch, sizeof *a->inputs);
-    a->logits = calloc(a->batch * a->C, sizeof *a->logits);
+    a->texts = calloc(a->window, sizeof *a->texts);
+    a->pairs = calloc(a->window, sizeof *a->pairs);
+    a->lens = calloc(a->window, sizeof *a->lens);
+    a->pair_lens = calloc(a->window, sizeof *a->pair_lens);
+    a->res = calloc(a->window, sizeof *a->res);
     a->scores = calloc(a->window * a->C, sizeof *a->scores);
-    a->ord = calloc(a->window, sizeof *a->ord);
     a->order = calloc(a->C, sizeof *a->order);
-    if (!rd->enc || !rd->buf || !a->win[0].rows || !a->win[1].rows ||
-        !a->inputs || !a->logits || !a->scores ||
-        !a->ord || !a->order) {
+    if (!rd->buf || !a->win[0].rows || !a->win[1].rows || !a->texts ||
+        !a->pairs || !a->lens || !a->pair_lens || !a->res || !a->scores ||
+        !a->order) {
         fprintf(stderr, PROG ": out of memory\n");
         return EXIT_BADINPUT;
     }
@@ -1153,10 +1129,10 @@ static int run(app *a)
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
             "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
             el > 0 ? (double)a->nwritten / el : 0.0);
-    if (rd->ntruncated)
+    if (a->ntruncated)
         fprintf(stderr, PROG ": %s: warning: %lld row(s) longer than the "
                 "model's %zu tokens were truncated (only their first %zu "
-                "tokens were classified)\n", a->fname, rd->ntruncated,
+                "tokens were classified)\n", a->fname, a->ntruncated,
                 a->maxlen, a->maxlen);
     return status;
 }
@@ -1178,8 +1154,6 @@ static void app_cleanup(app *a)
         for (size_t i = 0; w->rows && i < a->window; i++)
             row_free(&w->rows[i]);
         free(w->rows);
-        free(w->ids);
-        free(w->tids);
         free(w->msg);
     }
     if (a->h_ready) {
@@ -1188,11 +1162,12 @@ static void app_cleanup(app *a)
     }
     row_free(&rd->header);
     free(rd->buf);
-    bert_encoding_free(rd->enc);
-    free(a->inputs);
-    free(a->logits);
+    free(a->texts);
+    free(a->pairs);
+    free(a->lens);
+    free(a->pair_lens);
+    free(a->res);
     free(a->scores);
-    free(a->ord);
     free(a->order);
     bert_session_free(a->s);
     bert_model_free(a->m);

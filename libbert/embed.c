@@ -12,6 +12,7 @@ bert_embed_params bert_embed_default_params(void)
 {
     bert_embed_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.pooling = BERT_POOL_MEAN;
     p.normalize = 0;
     p.max_length = 0;
@@ -76,7 +77,10 @@ int bert_embed_texts(bert_session *s, const char *const *texts,
     if (!s)
         return BERT_EINVAL;
     s->errmsg[0] = '\0';
-    bert_embed_params p = params ? *params : bert_embed_default_params();
+    bert_embed_params p;
+    bert_error e;
+    if (BERT__PARAMS(p, params, bert_embed_default_params, &e))
+        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
     const bert_model *m = s->m;
     size_t H = m->cfg.pub.hidden;
     if (n == 0)

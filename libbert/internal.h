@@ -30,6 +30,57 @@ static inline int bert__err(bert_error *err, int status, const char *fmt, ...)
     return status;
 }
 
+/* Reads a caller's parameter struct (docs/abi.md).  *out holds the
+ * defaults (its size field this library's `size`); params NULL keeps them,
+ * else the first params->size bytes after the size field replace them: all
+ * of the struct for a caller built against these headers, the fields it
+ * knows for one built against an older release (newer fields keep their
+ * defaults).  Returns 0, or BERT_EINVAL with err filled (naming the struct)
+ * when params->size is below min_size (0: not from *_default_params()) or
+ * above `size` (headers newer than this library). */
+static inline int bert__params_read(void *out, size_t size,
+                                    const void *params, size_t min_size,
+                                    const char *name, bert_error *err)
+{
+    size_t n;
+    if (!params)
+        return 0;
+    memcpy(&n, params, sizeof n);
+    if (n < min_size || n > size || n < sizeof n)
+        return bert__err(err, BERT_EINVAL,
+                         "params->size %zu is not one this library knows "
+                         "(%s() gives %zu)%s",
+                         n, name, size,
+                         n == 0 ? ": start from the struct's "
+                                  "*_default_params()"
+                         : n > size ? ": the program was built against "
+                                      "newer headers than this library"
+                                    : "");
+    memcpy((char *)out + sizeof n, (const char *)params + sizeof n,
+           n - sizeof n);
+    return 0;
+}
+
+/* `p = def_fn()` and bert__params_read of params into it, for the first
+ * release with a size field (min_size = today's size).  Evaluates to 0 or
+ * BERT_EINVAL. */
+#define BERT__PARAMS(p, params, def_fn, err)                                   \
+    ((p) = def_fn(),                                                           \
+     bert__params_read(&(p), sizeof(p), (params), sizeof(p), #def_fn, (err)))
+
+/* A params struct nested in another (frozen, docs/abi.md): its size must be
+ * exactly `want`.  Returns 0 or BERT_EINVAL with err filled. */
+static inline int bert__params_nested(size_t got, size_t want,
+                                      const char *name, bert_error *err)
+{
+    if (got == want)
+        return 0;
+    return bert__err(err, BERT_EINVAL,
+                     "%s.size is %zu, not %zu: start from the default "
+                     "params",
+                     name, got, want);
+}
+
 /* a * b into *out; returns 0 on success, -1 on size_t overflow. */
 static inline int bert__mul_size(size_t a, size_t b, size_t *out)
 {

@@ -15,6 +15,7 @@ bert_model_params bert_model_default_params(void)
 {
     bert_model_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.load_tokenizer = 1;
     p.kernels = BERT_KERNELS_AUTO;
     p.n_threads = 1;
@@ -30,13 +31,15 @@ static int exists(const char *path)
 int bert_model_load(const char *dir, const bert_model_params *params,
                     bert_model **out, bert_error *err)
 {
-    bert_model_params p = params ? *params : bert_model_default_params();
+    bert_model_params p;
     bert_model *m = NULL;
     char path[4096];
     int rc;
 
     if (out)
         *out = NULL;
+    if (BERT__PARAMS(p, params, bert_model_default_params, err))
+        return BERT_EINVAL;
     if (!dir || !out)
         return bert__err(err, BERT_EINVAL,
                          "bert_model_load: dir and out must not be NULL");

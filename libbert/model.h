@@ -124,8 +124,55 @@ struct bert_session {
     size_t win_cap;
     float *win_logits;            /* per-window logits */
     size_t win_logits_cap;
+    struct bert__batch *batch;    /* bert_classify_batch's scratch */
     char errmsg[512];
 };
+
+/* ---- batched pipelines (pipeline.c) ---------------------------------------
+ * The engine of bert_classify_batch and bert_tag_batch: sequences gathered
+ * into the session's scratch, then run in length-sorted packed runs. */
+
+/* One model sequence of a batched call: tokens [off, off + n) of the token
+ * buffers, logit rows from `row` of the logits buffer, of text `item`. */
+typedef struct bert__seq {
+    size_t off, n, row, item;
+    int status;
+} bert__seq;
+
+/* The session's scratch for the batched calls, grown on demand. */
+struct bert__batch {
+    int32_t *ids, *tids;
+    size_t ntok, tok_cap, tids_cap;
+    bert__seq *seq;
+    size_t nseq, seq_cap;
+    size_t *ord;            /* sequence indices, length-sorted */
+    size_t ord_cap;
+    bert_input *in;
+    size_t in_cap;
+    float *logits;          /* rows of all sequences */
+    size_t logits_cap;
+    float *run;             /* one run's logits */
+    size_t run_cap;
+};
+
+/* The session's batch scratch, emptied; NULL when out of memory. */
+struct bert__batch *bert__batch_begin(bert_session *s);
+/* Appends a sequence of n tokens (ids; type ids, NULL = all 0) of text
+ * `item`.  BERT_ENOMEM on failure. */
+int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
+                    const int32_t *tids, size_t n);
+/* Runs every sequence of b in length-sorted packed runs (bert_batch_params)
+ * into b->logits: C floats per sequence, or per token with token_rows,
+ * from row seq->row.  A failed run is retried one sequence at a time; each
+ * failing one gets seq->status and is passed to fail() with the session's
+ * message.  Returns BERT_OK, BERT_ENOMEM or BERT_ECANCELED (err filled). */
+int bert__batch_run(bert_session *s, struct bert__batch *b,
+                    const bert_batch_params *bp, int token_rows, size_t C,
+                    bert_error *err,
+                    void (*fail)(void *, const bert__seq *, const char *),
+                    void *fail_data);
+/* Frees the scratch; NULL is a no-op. */
+void bert__batch_free(struct bert__batch *b);
 
 /* Sets the session's error message (printf-style); returns status. */
 int bert__session_fail(bert_session *s, int status, const char *fmt, ...)

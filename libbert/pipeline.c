@@ -10,6 +10,7 @@ bert_window_params bert_window_default_params(void)
 {
     bert_window_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.mode = BERT_LONG_TRUNCATE;
     return p;
 }
@@ -18,8 +19,10 @@ bert_classify_params bert_classify_default_params(void)
 {
     bert_classify_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.window = bert_window_default_params();
     p.function = BERT_FUNC_DEFAULT;
+    p.batch = bert_batch_default_params();
     return p;
 }
 
@@ -172,7 +175,12 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
     if (!s)
         return BERT_EINVAL;
     s->errmsg[0] = '\0';
-    bert_classify_params p = params ? *params : bert_classify_default_params();
+    bert_classify_params p;
+    bert_error e;
+    if (BERT__PARAMS(p, params, bert_classify_default_params, &e) ||
+        bert__params_nested(p.window.size, sizeof p.window,
+                            "bert_classify_params.window", &e))
+        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
@@ -250,7 +258,10 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
     if (!s)
         return BERT_EINVAL;
     s->errmsg[0] = '\0';
-    bert_window_params p = params ? *params : bert_window_default_params();
+    bert_window_params p;
+    bert_error e;
+    if (BERT__PARAMS(p, params, bert_window_default_params, &e))
+        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
@@ -298,5 +309,359 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
     }
     if (n_windows)
         *n_windows = nw;
+    return BERT_OK;
+}
+
+/* ---- batched pipelines --------------------------------------------------- */
+
+bert_batch_params bert_batch_default_params(void)
+{
+    bert_batch_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    p.batch_size = 32;
+    p.max_batch_tokens = 0;
+    p.progress = NULL;
+    p.progress_data = NULL;
+    return p;
+}
+
+void bert__batch_free(struct bert__batch *b)
+{
+    if (!b)
+        return;
+    free(b->ids);
+    free(b->tids);
+    free(b->seq);
+    free(b->ord);
+    free(b->in);
+    free(b->logits);
+    free(b->run);
+    free(b);
+}
+
+/* *p (of *cap elements of el bytes) holds at least need elements. */
+static int grow(void *pp, size_t *cap, size_t need, size_t el)
+{
+    void **p = (void **)pp;
+    if (need <= *cap)
+        return BERT_OK;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need)
+        nc *= 2;
+    size_t bytes;
+    if (bert__mul_size(nc, el, &bytes))
+        return BERT_ENOMEM;
+    void *q = realloc(*p, bytes);
+    if (!q)
+        return BERT_ENOMEM;
+    *p = q;
+    *cap = nc;
+    return BERT_OK;
+}
+
+int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
+                     const int32_t *tids, size_t n)
+{
+    if (grow(&b->ids, &b->tok_cap, b->ntok + n, sizeof *b->ids) ||
+        grow(&b->tids, &b->tids_cap, b->ntok + n, sizeof *b->tids))
+        return BERT_ENOMEM;
+    if (grow(&b->seq, &b->seq_cap, b->nseq + 1, sizeof *b->seq))
+        return BERT_ENOMEM;
+    memcpy(b->ids + b->ntok, ids, n * sizeof *ids);
+    if (tids)
+        memcpy(b->tids + b->ntok, tids, n * sizeof *tids);
+    else
+        memset(b->tids + b->ntok, 0, n * sizeof *tids);
+    bert__seq *q = &b->seq[b->nseq++];
+    q->off = b->ntok;
+    q->n = n;
+    q->row = 0;
+    q->item = item;
+    q->status = BERT_OK;
+    b->ntok += n;
+    return BERT_OK;
+}
+
+/* Appends text item's encoding: whole (one sequence), or its windows of W
+ * content tokens overlapping by stride ([CLS] chunk [SEP], as run_window).
+ * Returns the number of sequences in *nw. */
+static int batch_add_enc(struct bert__batch *b, size_t item,
+                         const bert_encoding *enc, size_t maxlen,
+                         size_t stride, size_t *nw)
+{
+    if (enc->n <= maxlen) {
+        *nw = 1;
+        return bert__batch_add(b, item, enc->ids, enc->type_ids, enc->n);
+    }
+    size_t W = maxlen - 2;
+    *nw = window_count(enc->n, W, stride);
+    int32_t *tmp = malloc(maxlen * sizeof *tmp);
+    if (!tmp)
+        return BERT_ENOMEM;
+    int rc = BERT_OK;
+    for (size_t w = 0; w < *nw && rc == BERT_OK; w++) {
+        size_t a, e, k = 0;
+        window_span(enc->n, W, stride, w, &a, &e);
+        tmp[k++] = enc->ids[0];
+        for (size_t i = a; i < e; i++)
+            tmp[k++] = enc->ids[1 + i];
+        tmp[k++] = enc->ids[enc->n - 1];
+        rc = bert__batch_add(b, item, tmp, NULL, k);
+    }
+    free(tmp);
+    return rc;
+}
+
+static int cmp_size(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    return i < j ? -1 : i > j;
+}
+
+/* Sorts the index array a[0..n) (in index order) by sequence length, ties
+ * in index order: a stable bottom-up merge sort through tmp[n] (qsort has
+ * no context argument for the lengths). */
+static void sort_by_len(size_t *a, size_t n, const bert__seq *seq, size_t *tmp)
+{
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n;
+            size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = seq[a[j]].n < seq[a[i]].n ? a[j++] : a[i++];
+            while (i < mid)
+                tmp[k++] = a[i++];
+            while (j < hi)
+                tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, n * sizeof *a);
+    }
+}
+
+int bert__batch_run(bert_session *s, struct bert__batch *b,
+                    const bert_batch_params *bp, int token_rows, size_t C,
+                    bert_error *err,
+                    void (*fail)(void *, const bert__seq *, const char *),
+                    void *fail_data)
+{
+    size_t nseq = b->nseq, rows = 0;
+    for (size_t i = 0; i < nseq; i++) {
+        b->seq[i].row = rows;
+        rows += token_rows ? b->seq[i].n : 1;
+    }
+    size_t B = bp->batch_size < nseq ? bp->batch_size : nseq;
+    if (grow(&b->ord, &b->ord_cap, 2 * nseq + 1, sizeof *b->ord) ||
+        grow(&b->in, &b->in_cap, B + 1, sizeof *b->in) ||
+        grow(&b->logits, &b->logits_cap, rows * C + 1, sizeof *b->logits))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    size_t *ord = b->ord, *tmp = b->ord + nseq;
+    for (size_t i = 0; i < nseq; i++)
+        ord[i] = i;
+    sort_by_len(ord, nseq, b->seq, tmp);
+    size_t maxtok = bp->max_batch_tokens;
+    for (size_t b0 = 0; b0 < nseq;) {
+        size_t nb = 0, bt = 0;
+        while (b0 + nb < nseq && nb < B &&
+               (nb == 0 || !maxtok || bt + b->seq[ord[b0 + nb]].n <= maxtok))
+            bt += b->seq[ord[b0 + nb++]].n;
+        size_t *run = ord + b0;
+        /* packed in input order: the same sequences make the same packed
+         * input whatever the sort brought them together */
+        qsort(run, nb, sizeof *run, cmp_size);
+        size_t run_rows = token_rows ? bt : nb;
+        if (grow(&b->run, &b->run_cap, run_rows * C + 1, sizeof *b->run))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        for (size_t k = 0; k < nb; k++) {
+            const bert__seq *q = &b->seq[run[k]];
+            b->in[k].ids = b->ids + q->off;
+            b->in[k].type_ids = b->tids + q->off;
+            b->in[k].n = q->n;
+        }
+        bert_outputs o = {b->run, NULL, NULL};
+        if (bert_session_run(s, b->in, nb, &o) == BERT_OK) {
+            size_t r = 0;
+            for (size_t k = 0; k < nb; k++) {
+                const bert__seq *q = &b->seq[run[k]];
+                size_t nr = token_rows ? q->n : 1;
+                memcpy(b->logits + q->row * C, b->run + r * C,
+                       nr * C * sizeof *b->run);
+                r += nr;
+            }
+        } else {
+            /* find the culprits: the sequences one at a time */
+            for (size_t k = 0; k < nb; k++) {
+                bert__seq *q = &b->seq[run[k]];
+                bert_outputs o1 = {b->logits + q->row * C, NULL, NULL};
+                int rc = bert_session_run(s, &b->in[k], 1, &o1);
+                if (rc != BERT_OK) {
+                    q->status = rc;
+                    fail(fail_data, q, s->errmsg);
+                }
+            }
+        }
+        b0 += nb;
+        if (bp->progress && bp->progress(b0, nseq, bp->progress_data))
+            return bert__err(err, BERT_ECANCELED, "canceled after %zu of %zu "
+                             "sequences", b0, nseq);
+    }
+    return BERT_OK;
+}
+
+static void classify_fail(void *data, const bert__seq *q, const char *msg)
+{
+    bert_classify_result *r = (bert_classify_result *)data + q->item;
+    if (r->status != BERT_OK)
+        return; /* the first failed window tells */
+    r->status = q->status;
+    bert__err(&r->error, q->status, "%s", msg[0] ? msg
+                                                  : bert_strerror(q->status));
+}
+
+/* Copies the session's message (set by a bert__session_fail) into err. */
+static int to_err(bert_session *s, int rc, bert_error *err)
+{
+    return bert__err(err, rc, "%s", s->errmsg[0] ? s->errmsg
+                                                 : bert_strerror(rc));
+}
+
+struct bert__batch *bert__batch_begin(bert_session *s)
+{
+    if (!s->batch)
+        s->batch = calloc(1, sizeof *s->batch);
+    if (s->batch) {
+        s->batch->ntok = 0;
+        s->batch->nseq = 0;
+    }
+    return s->batch;
+}
+
+int bert_classify_batch(bert_session *s, const char *const *texts,
+                        const size_t *lens, const char *const *pairs,
+                        const size_t *pair_lens, size_t n,
+                        const bert_classify_params *params,
+                        bert_classify_result *results, float *logits,
+                        float *scores, size_t n_out, bert_error *err)
+{
+    if (!s)
+        return bert__err(err, BERT_EINVAL, "session is NULL");
+    s->errmsg[0] = '\0';
+    bert_classify_params p;
+    if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
+        bert__params_nested(p.window.size, sizeof p.window,
+                            "bert_classify_params.window", err) ||
+        bert__params_nested(p.batch.size, sizeof p.batch,
+                            "bert_classify_params.batch", err))
+        return BERT_EINVAL;
+    const bert_model *m = s->m;
+    size_t C = m->cfg.pub.num_labels, maxlen, need;
+    int rc;
+    if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
+        return bert__err(err, BERT_EINVAL,
+                         "%s is not a sequence-classification model",
+                         m->cfg.architecture);
+    if (n == 0)
+        return BERT_OK;
+    if (!texts || !results)
+        return bert__err(err, BERT_EINVAL, "%s is NULL",
+                         !texts ? "texts" : "results");
+    if (p.batch.batch_size < 1)
+        return bert__err(err, BERT_EINVAL, "batch_size is 0");
+    if ((logits || scores) && (bert__mul_size(n, C, &need) || n_out < need))
+        return bert__err(err, BERT_ERANGE,
+                         "output holds %zu floats, %zu texts x %zu labels "
+                         "need more",
+                         n_out, n, C);
+    if (!m->tok)
+        return bert__err(err, BERT_EINVAL,
+                         "the model was loaded without its tokenizer");
+    if ((rc = window_setup(s, &p.window, &maxlen)) || (rc = ensure_enc(s)))
+        return to_err(s, rc, err);
+    struct bert__batch *b = bert__batch_begin(s);
+    if (!b)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    bert_encode_params ep = bert_encode_default_params();
+    for (size_t i = 0; i < n; i++) {
+        bert_classify_result *r = &results[i];
+        memset(r, 0, sizeof *r);
+        r->status = BERT_OK;
+        r->label = -1;
+        r->error.byte_offset = -1;
+        if (!texts[i]) {
+            r->status = bert__err(&r->error, BERT_EINVAL, "text %zu is NULL",
+                                  i);
+            continue;
+        }
+        size_t len = lens ? lens[i] : strlen(texts[i]);
+        const char *pair = pairs ? pairs[i] : NULL;
+        size_t plen = pair ? (pair_lens ? pair_lens[i] : strlen(pair)) : 0;
+        int whole = p.window.mode == BERT_LONG_WINDOWS && !(pair && plen);
+        ep.max_length = whole ? 0 : maxlen;
+        int r1 = bert_tokenizer_encode(m->tok, texts[i], len, pair, plen, &ep,
+                                       s->enc, &r->error);
+        if (r1 == BERT_OK && s->enc->n == 0)
+            r1 = bert__err(&r->error, BERT_EINVAL, "the text gave no tokens");
+        if (r1 != BERT_OK) {
+            r->status = r1;
+            r->error.status = r1;
+            continue;
+        }
+        r->n_tokens = s->enc->n;
+        r->n_overflow = s->enc->n_overflow_first + s->enc->n_overflow_second;
+        r->error.text[0] = '\0';
+        r->error.status = BERT_OK;
+        r->error.byte_offset = -1;
+        /* the first sequence of item i: the window count tells how many */
+        size_t first = b->nseq;
+        if ((rc = batch_add_enc(b, i, s->enc, maxlen, p.window.stride,
+                                &r->n_windows)))
+            return bert__err(err, rc, "out of memory");
+        r->label = (int)first; /* its first sequence, until labelled */
+        if (p.batch.progress &&
+            p.batch.progress(0, 0, p.batch.progress_data))
+            return bert__err(err, BERT_ECANCELED, "canceled after "
+                             "tokenizing %zu of %zu texts", i + 1, n);
+    }
+    if ((rc = bert__batch_run(s, b, &p.batch, 0, C, err, classify_fail,
+                              results)))
+        return rc;
+    float *acc;
+    if ((rc = grow(&b->run, &b->run_cap, C + 1, sizeof *b->run)))
+        return bert__err(err, rc, "out of memory");
+    acc = b->run;
+    for (size_t i = 0; i < n; i++) {
+        bert_classify_result *r = &results[i];
+        if (r->status != BERT_OK) {
+            r->label = -1;
+            if (logits)
+                memset(logits + i * C, 0, C * sizeof *logits);
+            if (scores)
+                memset(scores + i * C, 0, C * sizeof *scores);
+            continue;
+        }
+        size_t first = (size_t)r->label;
+        const float *l0 = b->logits + b->seq[first].row * C;
+        if (r->n_windows == 1) {
+            memcpy(acc, l0, C * sizeof *acc);
+        } else {
+            /* in window order, as bert_classify_text_ex sums them */
+            memset(acc, 0, C * sizeof *acc);
+            for (size_t w = 0; w < r->n_windows; w++)
+                for (size_t c = 0; c < C; c++)
+                    acc[c] += b->logits[b->seq[first + w].row * C + c];
+            for (size_t c = 0; c < C; c++)
+                acc[c] /= (float)r->n_windows;
+        }
+        int best = 0;
+        for (size_t c = 1; c < C; c++)
+            if (acc[c] > acc[best])
+                best = (int)c;
+        r->label = best;
+        if (scores)
+            bert_apply_function(m, p.function, acc, scores + i * C);
+        if (logits)
+            memcpy(logits + i * C, acc, C * sizeof *logits);
+    }
     return BERT_OK;
 }

@@ -12,6 +12,7 @@ bert_session_params bert_session_default_params(void)
 {
     bert_session_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.n_threads = 1;
     p.max_tokens = 4096;
     p.kernels = BERT_KERNELS_AUTO;
@@ -82,9 +83,11 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
 int bert_session_create(const bert_model *m, const bert_session_params *params,
                         bert_session **out, bert_error *err)
 {
-    bert_session_params p = params ? *params : bert_session_default_params();
+    bert_session_params p;
     if (out)
         *out = NULL;
+    if (BERT__PARAMS(p, params, bert_session_default_params, err))
+        return BERT_EINVAL;
     if (!m || !out)
         return bert__err(err, BERT_EINVAL,
                          "bert_session_create: model and out must not be "
@@ -144,6 +147,7 @@ void bert_session_free(bert_session *s)
     free(s->win_ids);
     free(s->win_types);
     free(s->win_logits);
+    bert__batch_free(s->batch);
     free(s);
 }
 

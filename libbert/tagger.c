@@ -15,6 +15,8 @@
  * growing the arena never leaves a dangling pointer.
  */
 #include "libbert/bert.h"
+#include "libbert/internal.h"
+#include "libbert/model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -150,10 +152,13 @@ bert_tag_params bert_tag_default_params(void)
 {
     static const char *const ignore_o[] = {"O"};
     bert_tag_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.aggregation = BERT_AGG_NONE;
     p.ignore_labels = ignore_o;
     p.n_ignore = 1;
     p.stride = -1;
+    p.batch = bert_batch_default_params();
     return p;
 }
 
@@ -874,13 +879,15 @@ static int publish(bert_tag_result *r, bert_error *err)
 int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
                        bert_tag_result *out, bert_error *err)
 {
-    bert_tag_params def = bert_tag_default_params();
+    bert_tag_params def;
     if (!out || !out->priv_)
         return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
     reset(out);
     if (!in)
         return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
-    const bert_tag_params *p = params ? params : &def;
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err))
+        return BERT_EINVAL;
+    const bert_tag_params *p = &def;
     int rc = bad_params(p, err);
     if (rc)
         return rc;
@@ -893,19 +900,14 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
 
 /* ---- running the model --------------------------------------------------- */
 
-int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
-                  size_t len, const bert_tag_params *params,
-                  bert_tag_result *out, bert_error *err)
+/* Checks the call and tokenizes text (without special tokens; truncated
+ * unless strided) into P->enc, then lays out its windows over the content
+ * tokens as tokenizers' overflowing encodings (step W - stride) in
+ * P->wstart/P->wlen.  *nwin receives their count. */
+static int tag_prepare(const bert_model *m, const char *text, size_t len,
+                       const bert_tag_params *p, bert_tag_result *out,
+                       size_t *nwin, bert_error *err)
 {
-    bert_tag_params def = bert_tag_default_params();
-    const bert_tag_params *p = params ? params : &def;
-    if (!out || !out->priv_)
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
-    reset(out);
-    if (!m || !s || (!text && len))
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
-    if (bad_params(p, err))
-        return BERT_EINVAL;
     tag_priv *P = out->priv_;
     const bert_config *cfg = bert_model_config(m);
     const bert_tokenizer *tok = bert_model_tokenizer(m);
@@ -945,22 +947,19 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
                                    P->enc, err);
     if (rc)
         return rc;
-    const bert_encoding *E = P->enc;
-    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
-    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
-    int32_t unk = bert_tokenizer_special(tok, BERT_TOKEN_UNK);
-    if (cls < 0 || sep < 0)
+    if (bert_tokenizer_special(tok, BERT_TOKEN_CLS) < 0 ||
+        bert_tokenizer_special(tok, BERT_TOKEN_SEP) < 0)
         return set_err(err, BERT_EINVAL, "the vocabulary lacks [CLS] or [SEP]");
 
     /* windows as tokenizers' overflowing encodings: step W - stride */
-    size_t total = E->n, W = maxlen - 2, nwin = 0;
+    size_t total = P->enc->n, W = maxlen - 2, nw = 0;
     if (total <= W || p->stride < 0) {
         if (grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
             grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
             return set_err(err, BERT_ENOMEM, "out of memory");
         P->wstart[0] = 0;
         P->wlen[0] = total < W ? total : W;
-        nwin = 1;
+        nw = 1;
     } else {
         size_t step = W - (size_t)p->stride;
         size_t need = (total + step - 1) / step + 1;
@@ -969,85 +968,250 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
             return set_err(err, BERT_ENOMEM, "out of memory");
         for (size_t st = 0; st < total; st += step) {
             size_t stop = st + W < total ? st + W : total;
-            P->wstart[nwin] = st;
-            P->wlen[nwin] = stop - st;
-            nwin++;
+            P->wstart[nw] = st;
+            P->wlen[nw] = stop - st;
+            nw++;
             if (stop == total)
                 break;
         }
     }
+    *nwin = nw;
+    return BERT_OK;
+}
 
+/* Lays out windows [g0, g1) back to back from token 0 of P's window
+ * buffers: [CLS] content [SEP] ids, special mask, offsets, token strings,
+ * and P->inputs[w - g0]; room for their logits in P->logits. */
+static int tag_fill(const bert_model *m, tag_priv *P, size_t g0, size_t g1,
+                    bert_error *err)
+{
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    const bert_encoding *E = P->enc;
+    size_t C = bert_model_config(m)->num_labels, ntok = 0;
+    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
+    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
+    for (size_t w = g0; w < g1; w++)
+        ntok += P->wlen[w] + 2;
+    if (grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
+        grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
+        grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
+        grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
+        grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
+        grow(&P->inputs, &P->inputs_cap, g1 - g0, sizeof(bert_input)) ||
+        grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t w = g0; w < g1; w++) {
+        size_t base = k;
+        for (size_t j = 0; j < P->wlen[w] + 2; j++, k++) {
+            int special = j == 0 || j == P->wlen[w] + 1;
+            size_t src = P->wstart[w] + j - 1;
+            P->wids[k] = j == 0 ? cls : special ? sep : E->ids[src];
+            P->wmask[k] = special;
+            for (int h = 0; h < 2; h++) {
+                P->woff[2 * k + h] = special ? 0 : E->offsets[2 * src + h];
+                P->wboff[2 * k + h] =
+                    special ? 0 : E->byte_offsets[2 * src + h];
+            }
+            const char *ts = bert_tokenizer_token(tok, P->wids[k]);
+            P->tokstr[k] = ts ? ts : "";
+        }
+        P->inputs[w - g0].ids = P->wids + base;
+        P->inputs[w - g0].type_ids = NULL;
+        P->inputs[w - g0].n = P->wlen[w] + 2;
+    }
+    return BERT_OK;
+}
+
+/* Post-processes windows [g0, g1), laid out by tag_fill with their logits
+ * in P->logits. */
+static int tag_post(const bert_model *m, tag_priv *P, const char *text,
+                    size_t len, const bert_tag_params *p, size_t g0,
+                    size_t g1, bert_error *err)
+{
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    size_t C = bert_model_config(m)->num_labels, k = 0;
+    for (size_t w = g0; w < g1; w++) {
+        bert_tag_tokens tt;
+        tt.text = text ? text : "";
+        tt.len = len;
+        tt.n = P->wlen[w] + 2;
+        tt.ids = P->wids + k;
+        tt.tokens = P->tokstr + k;
+        tt.offsets = P->woff + 2 * k;
+        tt.byte_offsets = P->wboff + 2 * k;
+        tt.special_mask = P->wmask + k;
+        tt.logits = P->logits + k * C;
+        tt.n_labels = C;
+        tt.labels = P->labels;
+        tt.unk_id = bert_tokenizer_special(tok, BERT_TOKEN_UNK);
+        tt.byte_level = bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE;
+        int rc = tag_window(P, &tt, p, err);
+        if (rc)
+            return rc;
+        k += tt.n;
+    }
+    return BERT_OK;
+}
+
+/* Merges the windows' entities and publishes them into out. */
+static int tag_finish(bert_tag_result *out, size_t nwin, bert_error *err)
+{
+    tag_priv *P = out->priv_;
+    if (nwin > 1 && merge_overlapping(P))
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    out->n_windows = nwin;
+    return publish(out, err);
+}
+
+int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
+                  size_t len, const bert_tag_params *params,
+                  bert_tag_result *out, bert_error *err)
+{
+    bert_tag_params def;
+    const bert_tag_params *p = &def;
+    if (!out || !out->priv_)
+        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
+    reset(out);
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err))
+        return BERT_EINVAL;
+    if (!m || !s || (!text && len))
+        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+    if (bad_params(p, err))
+        return BERT_EINVAL;
+    tag_priv *P = out->priv_;
+    size_t nwin;
+    int rc = tag_prepare(m, text, len, p, out, &nwin, err);
     /* run windows in groups (bounded memory), post-process each */
     const size_t group = 8;
-    for (size_t g0 = 0; g0 < nwin; g0 += group) {
-        size_t g1 = g0 + group < nwin ? g0 + group : nwin, ntok = 0;
-        for (size_t w = g0; w < g1; w++)
-            ntok += P->wlen[w] + 2;
-        if (grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
-            grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
-            grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
-            grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
-            grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
-            grow(&P->inputs, &P->inputs_cap, group, sizeof(bert_input)) ||
-            grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
-        size_t k = 0;
-        for (size_t w = g0; w < g1; w++) {
-            size_t base = k;
-            for (size_t j = 0; j < P->wlen[w] + 2; j++, k++) {
-                int special = j == 0 || j == P->wlen[w] + 1;
-                size_t src = P->wstart[w] + j - 1;
-                P->wids[k] = j == 0 ? cls : special ? sep : E->ids[src];
-                P->wmask[k] = special;
-                for (int h = 0; h < 2; h++) {
-                    P->woff[2 * k + h] = special ? 0 : E->offsets[2 * src + h];
-                    P->wboff[2 * k + h] =
-                        special ? 0 : E->byte_offsets[2 * src + h];
-                }
-                const char *ts = bert_tokenizer_token(tok, P->wids[k]);
-                P->tokstr[k] = ts ? ts : "";
-            }
-            P->inputs[w - g0].ids = P->wids + base;
-            P->inputs[w - g0].type_ids = NULL;
-            P->inputs[w - g0].n = P->wlen[w] + 2;
-        }
+    for (size_t g0 = 0; rc == BERT_OK && g0 < nwin; g0 += group) {
+        size_t g1 = g0 + group < nwin ? g0 + group : nwin;
+        if ((rc = tag_fill(m, P, g0, g1, err)))
+            break;
         bert_outputs bo = {P->logits, NULL, NULL};
-        rc = bert_session_run(s, P->inputs, g1 - g0, &bo);
-        if (rc) {
-            reset(out);
-            return set_err(err, rc, "%s", bert_session_errmsg(s));
+        if ((rc = bert_session_run(s, P->inputs, g1 - g0, &bo))) {
+            set_err(err, rc, "%s", bert_session_errmsg(s));
+            break;
         }
-        k = 0;
-        for (size_t w = g0; w < g1; w++) {
-            bert_tag_tokens tt;
-            tt.text = text ? text : "";
-            tt.len = len;
-            tt.n = P->wlen[w] + 2;
-            tt.ids = P->wids + k;
-            tt.tokens = P->tokstr + k;
-            tt.offsets = P->woff + 2 * k;
-            tt.byte_offsets = P->wboff + 2 * k;
-            tt.special_mask = P->wmask + k;
-            tt.logits = P->logits + k * C;
-            tt.n_labels = C;
-            tt.labels = P->labels;
-            tt.unk_id = unk;
-            tt.byte_level = bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE;
-            rc = tag_window(P, &tt, p, err);
-            if (rc) {
-                reset(out);
-                return rc;
-            }
-            k += tt.n;
-        }
+        rc = tag_post(m, P, text, len, p, g0, g1, err);
     }
-    if (nwin > 1 && merge_overlapping(P)) {
-        reset(out);
-        return set_err(err, BERT_ENOMEM, "out of memory");
-    }
-    out->n_windows = nwin;
-    rc = publish(out, err);
+    if (rc == BERT_OK)
+        rc = tag_finish(out, nwin, err);
     if (rc)
         reset(out);
+    return rc;
+}
+
+/* bert_tag_batch's per-text failure of a model run. */
+static void tag_fail(void *data, const bert__seq *q, const char *msg)
+{
+    bert_error *e = (bert_error *)data + q->item;
+    if (e->status == BERT_OK)
+        set_err(e, q->status, "%s", msg[0] ? msg : bert_strerror(q->status));
+}
+
+int bert_tag_batch(bert_session *s, const char *const *texts,
+                   const size_t *lens, size_t n,
+                   const bert_tag_params *params,
+                   bert_tag_result *const *results, bert_error *errors,
+                   bert_error *err)
+{
+    bert_tag_params def;
+    const bert_tag_params *p = &def;
+    if (!s)
+        return set_err(err, BERT_EINVAL, "session is NULL");
+    if (BERT__PARAMS(def, params, bert_tag_default_params, err) ||
+        bert__params_nested(p->batch.size, sizeof p->batch,
+                            "bert_tag_params.batch", err))
+        return BERT_EINVAL;
+    const bert_model *m = s->m;
+    if (n == 0)
+        return BERT_OK;
+    if (!texts || !results || !errors)
+        return set_err(err, BERT_EINVAL, "%s is NULL",
+                       !texts ? "texts" : !results ? "results" : "errors");
+    if (bad_params(p, err))
+        return BERT_EINVAL;
+    if (p->batch.batch_size < 1)
+        return set_err(err, BERT_EINVAL, "batch_size is 0");
+    const bert_config *cfg = bert_model_config(m);
+    if (cfg->task != BERT_TASK_TOKEN)
+        return set_err(err, BERT_EINVAL,
+                       "the model is not a token-classification model");
+    size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
+    if (p->stride >= 0 &&
+        (p->aggregation == BERT_AGG_NONE || maxlen < 3 ||
+         (size_t)p->stride >= maxlen - 2))
+        return set_err(err, BERT_EINVAL, "stride %ld needs an aggregation "
+                       "other than none and must be less than the maximum "
+                       "length minus the 2 special tokens (%zu)",
+                       p->stride, maxlen < 2 ? 0 : maxlen - 2);
+    for (size_t i = 0; i < n; i++)
+        if (!results[i] || !results[i]->priv_)
+            return set_err(err, BERT_EINVAL, "result %zu is NULL", i);
+    struct bert__batch *b = bert__batch_begin(s);
+    size_t *first = malloc(2 * n * sizeof *first), *nwin = first + n;
+    if (!b || !first) {
+        free(first);
+        return set_err(err, BERT_ENOMEM, "out of memory");
+    }
+    int rc = BERT_OK;
+    /* every window of every text, laid out in its result's buffers */
+    for (size_t i = 0; i < n && rc == BERT_OK; i++) {
+        bert_error *e = &errors[i];
+        tag_priv *P = results[i]->priv_;
+        memset(e, 0, sizeof *e);
+        e->byte_offset = -1;
+        reset(results[i]);
+        first[i] = b->nseq;
+        nwin[i] = 0;
+        size_t len = lens ? lens[i] : texts[i] ? strlen(texts[i]) : 0;
+        int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i],
+                                        &nwin[i], e)
+                          : set_err(e, BERT_EINVAL, "text %zu is NULL", i);
+        if (r1 == BERT_OK)
+            r1 = tag_fill(m, P, 0, nwin[i], e);
+        if (r1 != BERT_OK) {
+            e->status = r1;
+            nwin[i] = 0;
+            continue;
+        }
+        for (size_t w = 0; w < nwin[i] && rc == BERT_OK; w++)
+            if (bert__batch_add(b, i, P->inputs[w].ids, NULL,
+                                P->inputs[w].n))
+                rc = set_err(err, BERT_ENOMEM, "out of memory");
+        if (rc == BERT_OK && p->batch.progress &&
+            p->batch.progress(0, 0, p->batch.progress_data))
+            rc = set_err(err, BERT_ECANCELED, "canceled after tokenizing "
+                         "%zu of %zu texts", i + 1, n);
+    }
+    if (rc == BERT_OK)
+        rc = bert__batch_run(s, b, &p->batch, 1, C, err, tag_fail, errors);
+    for (size_t i = 0; i < n && rc == BERT_OK; i++) {
+        bert_error *e = &errors[i];
+        tag_priv *P = results[i]->priv_;
+        if (e->status != BERT_OK || nwin[i] == 0)
+            continue;
+        /* the windows' logits back into the result, in window order */
+        size_t k = 0;
+        for (size_t w = 0; w < nwin[i]; w++) {
+            const bert__seq *q = &b->seq[first[i] + w];
+            memcpy(P->logits + k * C, b->logits + q->row * C,
+                   q->n * C * sizeof(float));
+            k += q->n;
+        }
+        size_t len = lens ? lens[i] : strlen(texts[i]);
+        int r1 = tag_post(m, P, texts[i], len, p, 0, nwin[i], e);
+        if (r1 == BERT_OK)
+            r1 = tag_finish(results[i], nwin[i], e);
+        if (r1 != BERT_OK) {
+            e->status = r1;
+            reset(results[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (rc != BERT_OK || errors[i].status != BERT_OK)
+            reset(results[i]);
+    free(first);
     return rc;
 }

@@ -1,6 +1,6 @@
 /*
- * batch.c - bert_classify_batch's engine: bert-classify's batching, inside
- * a backend.
+ * batch.c - the SQL bert_classify_batch: bert-classify's batching
+ * (libbert's bert_classify_batch), inside a backend.
  *
  * As apps/bert-classify.c: texts are tokenized and truncated to the model's
  * maximum length, taken in windows of WINDOW_BATCHES batches, sorted by
@@ -9,12 +9,15 @@
  * order within a batch), so a batch holds sequences of similar length.
  * Scores then equal the one-row-at-a-time results to float rounding (1e-6).
  *
- * Interrupts (statement_timeout, pg_cancel_backend) are checked between
- * texts while tokenizing and between batches, and libbert has no cancel
- * callback, so a batch is also cut at a number of tokens that keeps one
+ * The engine is libbert's bert_classify_batch, called once per window.
+ * Interrupts (statement_timeout, pg_cancel_backend) are checked through its
+ * progress callback (after each text tokenized and each model run; the call
+ * returns BERT_ECANCELED and CHECK_FOR_INTERRUPTS raises the interrupt out
+ * here), and a batch is also cut at a number of tokens that keeps one
  * model run near BATCH_FLOPS floating-point operations (a few tenths of a
  * second on one core): 8192 tokens for the bundled models, 256 for a
- * BERT-base.  Everything here is palloc'd in the call's context.
+ * BERT-base.  Everything here is palloc'd in the call's context, except the
+ * batch's scratch, which is the session's.
  */
 #include "bert_pg.h"
 
@@ -42,64 +45,78 @@ static size_t batch_tokens(const bert_model *m)
     return n > MAX_BATCH_TOKENS ? MAX_BATCH_TOKENS : (size_t)n;
 }
 
-typedef struct by_len {
-    size_t n, i;    /* tokens, index in the window */
-} by_len;
-
-static int cmp_len(const void *x, const void *y)
+/* bert_classify_batch's progress callback: cancels the call when an
+ * interrupt is pending, so that CHECK_FOR_INTERRUPTS raises it outside
+ * libbert (no longjmp through the library). */
+static int pending_interrupt(size_t done, size_t total, void *data)
 {
-    const by_len *p = x, *q = y;
-    if (p->n != q->n)
-        return p->n < q->n ? -1 : 1;
-    return p->i < q->i ? -1 : p->i > q->i;
+    (void)done;
+    (void)total;
+    (void)data;
+    return INTERRUPTS_PENDING_CONDITION() ? 1 : 0;
 }
 
-static int cmp_index(const void *x, const void *y)
+/* One bert_classify_batch call under the SIGBUS guard (a function of its
+ * own, so that the caller's loop variables are not live across the
+ * sigsetjmp).  The scratch of the call is the session's, so a jump out
+ * of it leaks nothing. */
+static int run_batch(bert_pg_model *pm, const char *const *texts,
+                     const size_t *lens, size_t n,
+                     const bert_classify_params *p,
+                     bert_classify_result *res, float *scores, bert_error *err,
+                     const char *fn)
 {
-    const by_len *p = x, *q = y;
-    return p->i < q->i ? -1 : p->i > q->i;
-}
-
-/* One packed model run, under the SIGBUS guard (a function of its own, so
- * that the caller's loop variables are not live across the sigsetjmp). */
-static void run_batch(bert_pg_model *pm, const bert_input *in, size_t nb,
-                      float *logits, const char *fn)
-{
-    bert_outputs o = {logits, NULL, NULL};
     bert_pg_guard_arm(pm);
     if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
         bert_pg_guard_fail(pm, fn);
-    int rc = bert_session_run(pm->s, in, nb, &o);
+    int rc = bert_classify_batch(pm->s, texts, lens, NULL, NULL, n, p, res,
+                                 NULL, scores, n * pm->n_labels, err);
     bert_pg_guard_leave();
-    if (rc != BERT_OK)
-        bert_pg_fail(pm, rc, fn);
+    return rc;
+}
+
+/* Raises the SQL error of a text the tokenizer refused (input i, 1-based
+ * in the message), or of a failed model run or call (what NULL), with the
+ * codes bert_pg_fail uses. */
+static void fail(int rc, const char *what, size_t i, const char *msg,
+                 const char *fn)
+{
+    if (!msg[0])
+        msg = bert_strerror(rc);
+    if (what)
+        ereport(ERROR,
+                (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
+                                          : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+                 errmsg("%s: %s %zu: %s", fn, what, i + 1, msg)));
+    ereport(ERROR,
+            (errcode(rc == BERT_ENOMEM  ? ERRCODE_OUT_OF_MEMORY
+                     : rc == BERT_EINVAL ? ERRCODE_INVALID_PARAMETER_VALUE
+                                         : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+             errmsg("%s: %s", fn, msg)));
 }
 
 void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
                            const size_t *lens, size_t n, int *labels,
                            float *scores, const char *fn)
 {
-    const bert_tokenizer *tok = bert_model_tokenizer(pm->m);
-    bert_function f = bert_model_function(pm->m);
     size_t C = pm->n_labels, B = (size_t)bert_pg_batch_size;
-    size_t max_tokens = batch_tokens(pm->m);
     size_t W = B * WINDOW_BATCHES;
     if (W > n)
         W = n ? n : 1;
-    bert_encode_params ep = bert_encode_default_params();
-    ep.max_length = pm->max_len;
+    bert_classify_params p = bert_classify_default_params();
+    p.window.max_length = pm->max_len;
+    p.batch.batch_size = B;
+    p.batch.max_batch_tokens = batch_tokens(pm->m);
+    p.batch.progress = pending_interrupt;
 
-    /* per window: token offsets/counts of its rows, their ids back to back */
-    size_t *off = palloc(W * sizeof *off), *cnt = palloc(W * sizeof *cnt);
-    by_len *ord = palloc(W * sizeof *ord);
-    size_t ids_cap = W * 32;
-    int32_t *ids = palloc(ids_cap * sizeof *ids);
-    int32_t *tids = palloc(ids_cap * sizeof *tids);
-    bert_input *in = palloc(B * sizeof *in);
-    float *logits = palloc(B * C * sizeof *logits);
+    /* per window: the non-NULL texts and their input indices */
+    const char **wt = palloc(W * sizeof *wt);
+    size_t *wl = palloc(W * sizeof *wl), *wi = palloc(W * sizeof *wi);
+    bert_classify_result *res = palloc(W * sizeof *res);
+    float *sc = palloc(W * C * sizeof *sc);
 
     for (size_t w0 = 0; w0 < n; w0 += W) {
-        size_t nw = n - w0 < W ? n - w0 : W, nvalid = 0, ntok = 0;
+        size_t nw = n - w0 < W ? n - w0 : W, nvalid = 0;
         CHECK_FOR_INTERRUPTS();
         for (size_t k = 0; k < nw; k++) {
             size_t i = w0 + k;
@@ -107,61 +124,28 @@ void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
             scores[i] = 0;
             if (!texts[i])
                 continue;
-            CHECK_FOR_INTERRUPTS(); /* long texts take a while to tokenize */
-            bert_error err;
-            memset(&err, 0, sizeof err);
-            int rc = bert_tokenizer_encode(tok, texts[i], lens[i], NULL, 0,
-                                           &ep, pm->enc, &err);
-            if (rc != BERT_OK)
-                ereport(ERROR,
-                        (errcode(rc == BERT_EUTF8
-                                     ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
-                                     : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-                         errmsg("%s: input %zu: %s", fn, i + 1,
-                                err.text[0] ? err.text : bert_strerror(rc))));
-            size_t m = pm->enc->n;
-            if (ntok + m > ids_cap) {
-                while (ntok + m > ids_cap)
-                    ids_cap *= 2;
-                ids = repalloc(ids, ids_cap * sizeof *ids);
-                tids = repalloc(tids, ids_cap * sizeof *tids);
-            }
-            memcpy(ids + ntok, pm->enc->ids, m * sizeof *ids);
-            memcpy(tids + ntok, pm->enc->type_ids, m * sizeof *tids);
-            off[k] = ntok;
-            cnt[k] = m;
-            ntok += m;
-            ord[nvalid].n = m;
-            ord[nvalid].i = k;
-            nvalid++;
+            wt[nvalid] = texts[i];
+            wl[nvalid] = lens[i];
+            wi[nvalid++] = i;
         }
-        qsort(ord, nvalid, sizeof *ord, cmp_len);
-        for (size_t b0 = 0; b0 < nvalid;) {
-            size_t nb = 0, bt = 0;
-            while (b0 + nb < nvalid && nb < B &&
-                   (nb == 0 || bt + ord[b0 + nb].n <= max_tokens))
-                bt += ord[b0 + nb++].n;
-            by_len *b = ord + b0;
-            qsort(b, nb, sizeof *b, cmp_index);
-            for (size_t k = 0; k < nb; k++) {
-                in[k].ids = ids + off[b[k].i];
-                in[k].type_ids = tids + off[b[k].i];
-                in[k].n = cnt[b[k].i];
-            }
+        bert_error err;
+        memset(&err, 0, sizeof err);
+        int rc = run_batch(pm, wt, wl, nvalid, &p, res, sc, &err, fn);
+        if (rc == BERT_ECANCELED) {
             CHECK_FOR_INTERRUPTS();
-            run_batch(pm, in, nb, logits, fn);
-            for (size_t k = 0; k < nb; k++) {
-                float *lg = logits + k * C;
-                size_t i = w0 + b[k].i;
-                int best = 0;
-                for (size_t c = 1; c < C; c++)
-                    if (lg[c] > lg[best])
-                        best = (int)c;
-                bert_apply_function(pm->m, f, lg, lg);
-                labels[i] = best;
-                scores[i] = lg[best];
-            }
-            b0 += nb;
+            ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
+                            errmsg("%s: canceled", fn)));
+        }
+        if (rc != BERT_OK)
+            fail(rc, NULL, 0, err.text, fn);
+        /* the first failed input, as the error of the whole call */
+        for (size_t k = 0; k < nvalid; k++)
+            if (res[k].status != BERT_OK)
+                fail(res[k].status, res[k].n_tokens ? NULL : "input", wi[k],
+                     res[k].error.text, fn);
+        for (size_t k = 0; k < nvalid; k++) {
+            labels[wi[k]] = res[k].label;
+            scores[wi[k]] = sc[k * C + res[k].label];
         }
     }
 }

@@ -6,7 +6,11 @@
 #  - every docs/ page, a man page per tool and libbert(3) are installed;
 #    pkg-config's modeldir points at the installed models;
 #  - apps/example.c (the README's program) builds with pkg-config and runs
-#    on the installed default model, again without LD_LIBRARY_PATH;
+#    on the installed default models, again without LD_LIBRARY_PATH:
+#    batched classification, tagging (--tag) and embeddings (--embed);
+#  - apps/example-train.c builds the same way, fine-tunes a tiny model from
+#    a tiny CSV in about a second through the readers and the trainer, and
+#    the installed bert-sentiment loads the directory it wrote;
 #  - make uninstall leaves no file and none of libbert's directories.
 # Runs after the other tests (Makefile: installing relinks the programs).
 set -e
@@ -24,7 +28,7 @@ if ! ${LIBBERT_MAKE:-make} -C "$b" install prefix="$pre" >"$tmp/install.log" 2>&
     exit 1
 fi
 
-# --- installed tools: libbert.so.0 and the models, from anywhere ----------
+# --- installed tools: libbert.so.1 and the models, from anywhere ----------
 cd "$tmp"
 "$pre/bin/bert-sentiment" 'a gorgeous film' > out 2> err || die "installed bert-sentiment: $(cat err)"
 grep -q '	a gorgeous film$' out || die "installed bert-sentiment output: $(cat out)"
@@ -42,7 +46,7 @@ grep -q "$pre/bin/../share/libbert/models/sentiment" err || die "message: $(cat 
 mv "$tmp/moved" "$pre/share/libbert/models/sentiment"
 
 # --- docs, man pages, pkg-config ------------------------------------------
-for d in bert-classify bert-sentiment bert-tag inference performance tokenizer training; do
+for d in bert-classify bert-sentiment bert-tag inference performance tokenizer training abi; do
     [ -s "$pre/share/doc/libbert/$d.md" ] || die "docs/$d.md not installed"
 done
 for t in bert-classify bert-sentiment bert-tag bert-infer bert-tokenize bert-train bert-vocab bert-bench; do
@@ -78,6 +82,43 @@ if [ -d "$model" ]; then
     "$tmp/example" --model "$model" "a gorgeous film" >"$tmp/out" || die "example --model: exit $?"
     grep -q '^[A-Z]*TIVE	0\.[0-9]*	a gorgeous film$' "$tmp/out" || die "example --model output: $(cat "$tmp/out")"
 fi
+
+# the batched tagging and the embeddings of the same example
+LIBBERT_MODELDIR=$pre/share/libbert/models "$tmp/example" --tag "John Smith flew to Paris" "a quiet day" >"$tmp/out" ||
+    die "example --tag: exit $?"
+cat "$tmp/out"
+grep -q '^1	PER	0\.[0-9]*	John Smith$' "$tmp/out" && grep -q '^1	LOC	0\.[0-9]*	Paris$' "$tmp/out" &&
+    ! grep -q '^2	' "$tmp/out" || die "example --tag output"
+LIBBERT_MODELDIR=$pre/share/libbert/models "$tmp/example" --embed "a gorgeous film" "a gorgeous film" "a waste of time" >"$tmp/out" ||
+    die "example --embed: exit $?"
+cat "$tmp/out"
+[ "$(sed -n 1p "$tmp/out")" = "1.0000	a gorgeous film" ] && [ "$(sed -n 2p "$tmp/out")" = "1.0000	a gorgeous film" ] &&
+    sed -n 3p "$tmp/out" | grep -q '^-\{0,1\}0\.[0-9]*	a waste of time$' || die "example --embed output"
+
+# --- apps/example-train.c: fine-tune a tiny model from a CSV -------------
+# shellcheck disable=SC2086
+${LIBBERT_CC:-cc} $LIBBERT_SAN_CFLAGS $cflags "$abs_s/apps/example-train.c" -o "$tmp/example-train" $libs $rpath
+{
+    echo "text,text_pair,label"
+    for n in film movie story plot cast music song book show play; do
+        echo "a good $n,\"yes, really\",positive"
+        echo "the $n was good,indeed,positive"
+        echo "a bad $n,\"no, really\",negative"
+        echo "the $n was bad,indeed,negative"
+    done
+} > "$tmp/train.csv"
+mkdir "$tmp/trained"
+"$tmp/example-train" "$pre/share/libbert/models/sentiment" "$tmp/train.csv" "$tmp/trained" >"$tmp/out" 2>"$tmp/err" ||
+    die "example-train: exit $?: $(cat "$tmp/err")"
+cat "$tmp/err" "$tmp/out"
+[ "$(cat "$tmp/out")" = "accuracy 1.0000 (40 of 40)" ] || die "example-train output"
+for f in config.json model.safetensors vocab.txt tokenizer_config.json; do
+    [ -s "$tmp/trained/$f" ] || die "example-train wrote no $f"
+done
+# the directory it wrote is a model the installed tools load
+"$pre/bin/bert-sentiment" --model "$tmp/trained" 'a good song' >"$tmp/out" 2>"$tmp/err" ||
+    die "bert-sentiment on example-train's model: $(cat "$tmp/err")"
+grep -q '^positive	' "$tmp/out" || die "bert-sentiment on example-train's model: $(cat "$tmp/out")"
 
 # --- the installed version header and bert_version() agree ---------------
 [ -s "$pre/include/libbert/bert_version.h" ] || die "bert_version.h not installed"

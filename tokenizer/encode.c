@@ -18,6 +18,7 @@
  * end) in the caller's text.
  */
 #include "tokenizer/tokenizer_internal.h"
+#include "libbert/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ bert_encode_params bert_encode_default_params(void)
 {
     bert_encode_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.truncation = BERT_TRUNCATE_LONGEST_FIRST;
     p.add_special_tokens = 1;
     return p;
@@ -729,17 +731,72 @@ static int check_utf8(const char *what, const char *s, size_t len, bert_error *e
                            v);
 }
 
-static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, const char *pair,
-                       size_t pair_len, const bert_encode_params *params, bert_encoding *e,
-                       bert_error *err)
+/* One side of an encode call: a text, or (words non-NULL) n words already
+ * split, as transformers' is_split_into_words. */
+typedef struct side {
+    const char *text;
+    size_t len;
+    const char *const *words;
+    const size_t *lens; /* NULL: NUL-terminated words */
+    size_t n;
+} side;
+
+static size_t word_len(const side *sd, size_t i)
 {
-    bert_encode_params prm = params ? *params : bert_encode_default_params();
-    int has_pair = pair != NULL && pair_len > 0;
+    return sd->lens ? sd->lens[i] : strlen(sd->words[i]);
+}
+
+static int check_side(const char *what, const side *sd, bert_error *err)
+{
+    if (!sd->words)
+        return check_utf8(what, sd->text, sd->len, err);
+    for (size_t i = 0; i < sd->n; i++) {
+        if (!sd->words[i])
+            return bert__set_error(err, BERT_EINVAL, -1, "%s word %zu is NULL", what, i);
+        size_t n = word_len(sd, i);
+        size_t v = bert__utf8_valid_prefix((const uint8_t *)sd->words[i], n);
+        if (v != n)
+            return bert__set_error(err, BERT_EUTF8, (long long)v,
+                                   "invalid UTF-8 in %s word %zu at byte %zu", what, i, v);
+    }
+    return BERT_OK;
+}
+
+/* Encodes one side: the text as one sequence, or each word as its own
+ * (normalised and pre-tokenized alone, so its offsets are within the
+ * word) with the word's index as the word id of all its tokens. */
+static int encode_side(seq_state *s, const side *sd, int bpe)
+{
+    if (!sd->words)
+        return bpe ? encode_seq_bpe(s, (const uint8_t *)sd->text, sd->len)
+                   : encode_seq(s, (const uint8_t *)sd->text, sd->len);
+    for (size_t i = 0; i < sd->n; i++) {
+        size_t before = s->e->n;
+        int rc = encode_seq(s, (const uint8_t *)sd->words[i], word_len(sd, i));
+        if (rc)
+            return rc;
+        for (size_t k = before; k < s->e->n; k++)
+            s->e->word_ids[k] = (int32_t)i;
+    }
+    return BERT_OK;
+}
+
+static int encode_impl(const bert_tokenizer *t, const side *first, const side *second,
+                       const bert_encode_params *params, bert_encoding *e, bert_error *err)
+{
+    bert_encode_params prm;
+    if (BERT__PARAMS(prm, params, bert_encode_default_params, err))
+        return BERT_EINVAL;
+    int has_pair = second->words ? second->n > 0 : second->text != NULL && second->len > 0;
     int rc;
-    if ((rc = check_utf8("text", text, len, err)))
+    if ((rc = check_side("text", first, err)))
         return rc;
-    if (has_pair && (rc = check_utf8("pair", pair, pair_len, err)))
+    if (has_pair && (rc = check_side("pair", second, err)))
         return rc;
+    if (first->words && t->kind == BT_KIND_BPE)
+        return bert__set_error(err, BERT_EUNSUPPORTED, -1,
+                               "pre-split words need a WordPiece tokenizer (byte-level BPE "
+                               "marks word starts with a prefix space)");
     int sp = prm.add_special_tokens != 0;
     int32_t cls_id = t->special[BERT_TOKEN_CLS], sep_id = t->special[BERT_TOKEN_SEP];
     if (sp && (cls_id < 0 || sep_id < 0))
@@ -766,8 +823,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
     e->n = base;
     s.start = base;
     int32_t type_b = bpe ? 0 : 1;
-    if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)text, len)
-                  : encode_seq(&s, (const uint8_t *)text, len)))
+    if ((rc = encode_side(&s, first, bpe)))
         return rc;
     size_t n1 = e->n - base + s.uncounted, n2 = 0, b_start = e->n + mid;
     size_t seen1 = seen_len(&s, n1), seen2 = 0;
@@ -781,8 +837,7 @@ static int encode_impl(const bert_tokenizer *t, const char *text, size_t len, co
         s.start = b_start;
         s.capped = 0;
         s.uncounted = 0;
-        if ((rc = bpe ? encode_seq_bpe(&s, (const uint8_t *)pair, pair_len)
-                      : encode_seq(&s, (const uint8_t *)pair, pair_len)))
+        if ((rc = encode_side(&s, second, bpe)))
             return rc;
         n2 = e->n - b_start + s.uncounted;
         seen2 = seen_len(&s, n2);
@@ -846,7 +901,33 @@ int bert_tokenizer_encode(const bert_tokenizer *t, const char *text, size_t len,
         return bert__set_error(err, BERT_EINVAL, -1, "bert_tokenizer_encode: bad arguments");
     if (!text)
         text = "";
-    int rc = encode_impl(t, text, len, pair, pair_len, params, enc, err);
+    side a = {text, len, NULL, NULL, 0}, b = {pair, pair_len, NULL, NULL, 0};
+    int rc = encode_impl(t, &a, &b, params, enc, err);
+    if (rc) {
+        if (rc == BERT_ENOMEM)
+            bert__set_error(err, rc, -1, "out of memory");
+        enc->n = 0;
+        enc->n_overflow_first = enc->n_overflow_second = 0;
+    }
+    return rc;
+}
+
+int bert_tokenizer_encode_words(const bert_tokenizer *t, const char *const *words,
+                                const size_t *lens, size_t n_words,
+                                const char *const *pair_words, const size_t *pair_lens,
+                                size_t n_pair_words, const bert_encode_params *params,
+                                bert_encoding *enc, bert_error *err)
+{
+    if (!enc)
+        return bert__set_error(err, BERT_EINVAL, -1, "bert_tokenizer_encode_words: enc is NULL");
+    enc->n = 0;
+    enc->n_overflow_first = enc->n_overflow_second = 0;
+    static const char *const none[1] = {""};
+    if (!t || (!words && n_words) || (!pair_words && n_pair_words))
+        return bert__set_error(err, BERT_EINVAL, -1, "bert_tokenizer_encode_words: bad arguments");
+    side a = {NULL, 0, words ? words : none, lens, n_words};
+    side b = {NULL, 0, pair_words ? pair_words : none, pair_lens, n_pair_words};
+    int rc = encode_impl(t, &a, &b, params, enc, err);
     if (rc) {
         if (rc == BERT_ENOMEM)
             bert__set_error(err, rc, -1, "out of memory");

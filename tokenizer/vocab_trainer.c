@@ -31,6 +31,7 @@
 
 #include "libbert/bert_tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "libbert/internal.h"
 
 /* One code point past the last, for tables indexed by code point. */
 #define NCODEPOINTS 0x110000
@@ -837,6 +838,7 @@ bert_vocab_trainer_params bert_vocab_trainer_default_params(void)
 {
     bert_vocab_trainer_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.vocab_size = 30000;
     p.min_frequency = 2;
     p.limit_alphabet = 1000;
@@ -866,8 +868,9 @@ int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
     if (!out)
         return bert__set_error(err, BERT_EINVAL, -1, "bert_vocab_trainer_create: out is NULL");
     *out = NULL;
-    bert_vocab_trainer_params p =
-        params ? *params : bert_vocab_trainer_default_params();
+    bert_vocab_trainer_params p;
+    if (BERT__PARAMS(p, params, bert_vocab_trainer_default_params, err))
+        return BERT_EINVAL;
     if (!p.special_tokens)
         p.special_tokens = "";
     size_t ns = strlen(p.special_tokens);

@@ -116,6 +116,8 @@ typedef struct bert_config {
 /* ---- model ------------------------------------------------------------- */
 
 typedef struct bert_model_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     int load_tokenizer;     /* default 1: a model without tokenizer files
                                then fails with BERT_EMISSING */
     bert_kernels kernels;   /* default AUTO: on a CPU with libbert's own
@@ -208,6 +210,8 @@ BERT_API bert_precision bert_model_precision(const bert_model *m);
 /* ---- session ----------------------------------------------------------- */
 
 typedef struct bert_session_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     int n_threads;          /* default 1; BLIS and OpenMP work of this session.
                                Keep it at most the cores available: BLIS's and
                                OpenMP's threads spin while they wait, and more
@@ -339,6 +343,8 @@ typedef enum {
 } bert_long_mode;
 
 typedef struct bert_window_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t max_length;  /* tokens per run with specials; 0 (default) or more
                            than bert_model_max_length(m) means that value */
     bert_long_mode mode;/* default BERT_LONG_TRUNCATE */
@@ -347,9 +353,42 @@ typedef struct bert_window_params {
 
 BERT_API bert_window_params bert_window_default_params(void);
 
+/* Progress and cancellation of the batched calls (bert_classify_batch,
+ * bert_tag_batch).  Called on the calling thread, between steps: once after
+ * each text is tokenized with done = total = 0, then after each model run
+ * with the sequences run so far and their total.  A nonzero return cancels
+ * the call, which then returns BERT_ECANCELED as soon as the current step
+ * is over (no result of that call is to be used). */
+typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+
+/* How the batched calls pack their sequences into model runs: sequences
+ * sorted by token count (shortest first, ties in input order), cut into
+ * runs of at most batch_size sequences and max_batch_tokens tokens, each
+ * run packed without padding in input order.  Results equal running each
+ * text alone up to float rounding (1e-6); they depend only on which
+ * sequences share a run, so a given input and params give the same bits
+ * every time. */
+typedef struct bert_batch_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
+    size_t batch_size;      /* sequences per model run; default 32, >= 1 */
+    size_t max_batch_tokens;/* tokens per model run (a run holds at least one
+                               sequence whatever its length); 0 (default):
+                               no limit */
+    bert_progress_fn progress; /* default NULL */
+    void *progress_data;    /* passed to progress */
+} bert_batch_params;
+
+/* {batch_size 32, max_batch_tokens 0, progress NULL}. */
+BERT_API bert_batch_params bert_batch_default_params(void);
+
 typedef struct bert_classify_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_window_params window;
     bert_function function;     /* default BERT_FUNC_DEFAULT */
+    bert_batch_params batch;    /* bert_classify_batch only; defaults of
+                                   bert_batch_default_params() */
 } bert_classify_params;
 
 BERT_API bert_classify_params bert_classify_default_params(void);
@@ -382,6 +421,51 @@ BERT_API int bert_classify_text(bert_session *s, const char *text, size_t len,
                                 const char *pair, size_t pair_len,
                                 float *scores, size_t n_scores, int *label);
 
+/* The result of one text of bert_classify_batch. */
+typedef struct bert_classify_result {
+    int status;             /* BERT_OK, or why this text has no result:
+                               BERT_EUTF8 (error.byte_offset set), BERT_EINVAL
+                               (NULL text, no tokens), BERT_ETOOLONG, or the
+                               status of its failed model run (BERT_EFORMAT:
+                               non-finite logits) */
+    int label;              /* arg-max of the logits (first on ties); -1 on
+                               failure */
+    size_t n_tokens;        /* tokens of its encoding: truncated to
+                               max_length, or whole in window mode */
+    size_t n_overflow;      /* tokens truncation dropped (text and pair) */
+    size_t n_windows;       /* model sequences it took (1 unless windows) */
+    bert_error error;       /* status != BERT_OK: the message */
+} bert_classify_result;
+
+/* Classifies n texts at once: texts[i] of lens[i] bytes (lens NULL:
+ * NUL-terminated), each with pairs[i] as a sentence pair when pairs and
+ * pairs[i] are non-NULL (pair_lens NULL: NUL-terminated).  Every text is
+ * tokenized (truncated, or windows as bert_classify_text_ex), then all
+ * sequences are run in packed runs as params->batch says (length-sorted,
+ * no padding).  For text i, with C = num_labels:
+ *  results[i]: its status, label, token counts, windows, error message;
+ *  logits[i*C .. i*C+C) (logits may be NULL): as bert_classify_text_ex
+ *    (the mean over windows);
+ *  scores[i*C .. i*C+C) (scores may be NULL): params->function applied.
+ * A text that fails (invalid UTF-8, a failed model run: a run that fails
+ * is retried one sequence at a time to find which) gets its status and
+ * message in results[i] and zero rows; the others are unaffected.  n_out
+ * is the capacity of logits and scores in floats (< n*C: BERT_ERANGE).
+ * params NULL = defaults.  Needs a model loaded with its tokenizer.
+ * Returns BERT_OK when every text was tried (check each results[i].status),
+ * else with err filled: BERT_EINVAL (not a sequence-classification model,
+ * no tokenizer, NULL texts or results, bad stride or batch_size),
+ * BERT_ERANGE, BERT_ENOMEM, BERT_ECANCELED (params->batch.progress said
+ * so).  Scratch memory is the session's, reused by the next call. */
+BERT_API int bert_classify_batch(bert_session *s, const char *const *texts,
+                                 const size_t *lens,
+                                 const char *const *pairs,
+                                 const size_t *pair_lens, size_t n,
+                                 const bert_classify_params *params,
+                                 bert_classify_result *results,
+                                 float *logits, float *scores, size_t n_out,
+                                 bert_error *err);
+
 /* Token logits for a whole text, windowed when params->mode is
  * BERT_LONG_WINDOWS (else truncated).  Tokenizes text into enc (caller's,
  * bert_encoding_create; untruncated in window mode, so offsets and word_ids
@@ -413,6 +497,8 @@ typedef enum {
 } bert_pooling;
 
 typedef struct bert_embed_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_pooling pooling;   /* default BERT_POOL_MEAN */
     int normalize;          /* 1: divide each embedding by its L2 norm
                                (max(norm, 1e-12), as torch's F.normalize in
@@ -471,6 +557,8 @@ typedef enum {
 } bert_aggregation;
 
 typedef struct bert_tag_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_aggregation aggregation; /* default BERT_AGG_NONE (as HF) */
     /* Entities whose label (NONE) or group (others) is one of these are
      * dropped.  Default {"O"}, n_ignore 1; n_ignore 0 keeps everything.
@@ -484,6 +572,8 @@ typedef struct bert_tag_params {
      * Entities found in several windows are merged as HF does (the longer
      * one, then the higher score, wins). */
     long stride;
+    bert_batch_params batch;    /* bert_tag_batch only; defaults of
+                                   bert_batch_default_params() */
 } bert_tag_params;
 
 BERT_API bert_tag_params bert_tag_default_params(void);
@@ -567,6 +657,26 @@ BERT_API int bert_tag_text(const bert_model *m, bert_session *s,
                            const char *text, size_t len,
                            const bert_tag_params *params,
                            bert_tag_result *out, bert_error *err);
+
+/* Tags n texts at once with the session's token-classification model:
+ * texts[i] of lens[i] bytes (lens NULL: NUL-terminated) into results[i]
+ * (each from bert_tag_result_create; contents replaced), exactly what
+ * bert_tag_text gives for each text (windows, aggregation, merge) up to
+ * float rounding, but the windows of all texts run together in packed
+ * length-sorted runs as params->batch says.  All windows of all texts are
+ * held at once: call it on a bounded number of texts.  errors[i] receives
+ * text i's status (BERT_OK, or BERT_EUTF8 with byte_offset, BERT_EINVAL for
+ * a NULL text, the status of its failed model run) and message; a failed
+ * text has an empty result and does not affect the others.  params NULL =
+ * defaults.  Returns BERT_OK when every text was tried, else with err
+ * filled (and every result emptied): BERT_EINVAL (not a token model, NULL
+ * arrays, bad params), BERT_ENOMEM, BERT_ECANCELED (the progress callback
+ * said so). */
+BERT_API int bert_tag_batch(bert_session *s, const char *const *texts,
+                            const size_t *lens, size_t n,
+                            const bert_tag_params *params,
+                            bert_tag_result *const *results,
+                            bert_error *errors, bert_error *err);
 
 #ifdef __cplusplus
 }

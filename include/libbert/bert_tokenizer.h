@@ -50,7 +50,8 @@ extern "C" {
     XX(EUTF8, -7, "invalid UTF-8")                                             \
     XX(ETOOLONG, -8, "input exceeds a limit")                                  \
     XX(EUNSUPPORTED, -9, "unsupported model or option")                        \
-    XX(ERANGE, -10, "output buffer too small")
+    XX(ERANGE, -10, "output buffer too small")                                 \
+    XX(ECANCELED, -11, "canceled by the progress callback")
 
 typedef enum {
 #define BERT_STATUS_ENUM_(name, val, msg) BERT_##name = val,
@@ -157,6 +158,8 @@ BERT_API int bert_tokenizer_strip_accents(const bert_tokenizer *t);
 typedef struct bert_vocab_trainer bert_vocab_trainer;
 
 typedef struct bert_vocab_trainer_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t vocab_size;      /* target size (default 30000); the vocabulary
                                never has fewer tokens than the special
                                tokens, the alphabet and its ##-forms */
@@ -220,6 +223,8 @@ typedef enum {
 } bert_truncation;
 
 typedef struct bert_encode_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     size_t max_length;          /* 0 = no truncation; counts special tokens */
     bert_truncation truncation; /* default BERT_TRUNCATE_LONGEST_FIRST */
     size_t pad_to;              /* 0 = no padding; else pad with [PAD] to this */
@@ -265,6 +270,27 @@ BERT_API int bert_tokenizer_encode(const bert_tokenizer *t, const char *text,
                                    size_t pair_len,
                                    const bert_encode_params *params,
                                    bert_encoding *enc, bert_error *err);
+
+/* Encodes words already split (transformers' is_split_into_words=True):
+ * words[0..n_words) (lens NULL: NUL-terminated) and the optional pair's
+ * pair_words[0..n_pair_words) (none when n_pair_words is 0).  Each word is
+ * normalised and pre-tokenized on its own, so a word may still give
+ * several pre-tokens ("New York", "don't"), all with word_ids = the
+ * word's index in its list (the pair's count from 0 again, seq_ids 1); an
+ * empty word gives no token but keeps its index.  Offsets are within each
+ * word (code points and bytes from the word's start), as transformers
+ * gives them.  Truncation, special tokens and padding as
+ * bert_tokenizer_encode.  WordPiece tokenizers only: byte-level BPE gives
+ * BERT_EUNSUPPORTED.  BERT_EUTF8 names the word (err->byte_offset: within
+ * it); BERT_EINVAL for a NULL word or list. */
+BERT_API int bert_tokenizer_encode_words(const bert_tokenizer *t,
+                                         const char *const *words,
+                                         const size_t *lens, size_t n_words,
+                                         const char *const *pair_words,
+                                         const size_t *pair_lens,
+                                         size_t n_pair_words,
+                                         const bert_encode_params *params,
+                                         bert_encoding *enc, bert_error *err);
 
 #ifdef __cplusplus
 }

@@ -62,6 +62,8 @@ typedef enum {
 } bert_train_task;
 
 typedef struct bert_train_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_train_task task;      /* default BERT_TRAIN_SEQUENCE */
     size_t num_labels;         /* classes (sequence/token); 0 = config's */
     const char *const *labels; /* num_labels names for id2label, or NULL =
@@ -186,6 +188,8 @@ typedef enum {
 } bert_data_format;
 
 typedef struct bert_reader_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
     bert_data_format format;  /* default BERT_DATA_CSV */
     const char *text_column;  /* CSV: default "text" */
     const char *pair_column;  /* CSV: default NULL (no pair) */

@@ -38,6 +38,7 @@ bert_reader_params bert_reader_default_params(void)
 {
     bert_reader_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.format = BERT_DATA_CSV;
     p.text_column = "text";
     p.pair_column = NULL;
@@ -324,7 +325,9 @@ int bert_reader_open(const char *path, const bert_reader_params *params,
     if (!out)
         return bert__err(err, BERT_EINVAL, "bert_reader_open: out is NULL");
     *out = NULL;
-    bert_reader_params p = params ? *params : bert_reader_default_params();
+    bert_reader_params p;
+    if (BERT__PARAMS(p, params, bert_reader_default_params, err))
+        return BERT_EINVAL;
     if (!path)
         return bert__err(err, BERT_EINVAL, "bert_reader_open: path is NULL");
     if (p.format != BERT_DATA_CSV && p.format != BERT_DATA_CONLL &&

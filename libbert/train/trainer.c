@@ -18,6 +18,7 @@ bert_train_params bert_train_default_params(void)
 {
     bert_train_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.task = BERT_TRAIN_SEQUENCE;
     p.lr = 5e-5f;
     p.weight_decay = 0.01f;
@@ -392,10 +393,13 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         return bert__err(err, BERT_EINVAL,
                          "bert_trainer_create: give exactly one of init_dir "
                          "and config_json");
+    bert_train_params p;
+    if (BERT__PARAMS(p, params, bert_train_default_params, err))
+        return BERT_EINVAL;
     bert_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return bert__err(err, BERT_ENOMEM, "out of memory");
-    t->p = params ? *params : bert_train_default_params();
+    t->p = p;
     t->task = t->p.task;
     if (t->task < BERT_TRAIN_SEQUENCE || t->task > BERT_TRAIN_MLM) {
         free(t);
