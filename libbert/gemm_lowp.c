@@ -35,8 +35,14 @@
 #include "libbert/gemm_lowp.h"
 
 /* Rows of activations quantized at a time (an MC block: 96 x 768 int8 is
- * 72 KB, in L2 with the panel being read). */
-enum { LP_MC = 96 };
+ * 72 KB, in L2 with the panel being read); half of that for long runs of
+ * wide outputs.  Measured (bench/gemm_shapes, CPU time, quiet Xeon VM):
+ * 768 -> 3072 at 2048-4096 rows ran at 486-511 GOP/s with 96-row blocks
+ * and 577-584 with 48, while every other BERT-base shape and row count was
+ * 2-5% slower with 48.  Such outputs (4096 x 3072 floats, 50 MB) are
+ * written to memory, a block's rows as that many concurrent streams;
+ * fewer rows per block is the likely reason, not verified further. */
+enum { LP_MC = 96, LP_MC_WIDE = 48, LP_WIDE_COLS = 2048, LP_WIDE_ROWS = 1024 };
 
 static size_t group_of(bert_precision p)
 {
@@ -303,8 +309,11 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
      * and its groups. */
     if (bytes < rowb + 64)
         return -1;
-    size_t mcl = (bytes - rowb - 64) / (kg * 4 + 8);
-    mcl = mcl > LP_MC ? LP_MC : mcl;
+    size_t mcl = (bytes - rowb - 64) / (kg * 4 + 8), ncols = 0;
+    for (size_t w = 0; w < nw; w++)
+        ncols += c1[w] - c0[w];
+    size_t cap = m >= LP_WIDE_ROWS && ncols >= LP_WIDE_COLS ? LP_MC_WIDE : LP_MC;
+    mcl = mcl > cap ? cap : mcl;
     mcl -= mcl % t.mr;
     if (mcl < t.mr)
         return -1; /* k beyond any sane model: the caller uses float32 */
