@@ -62,7 +62,8 @@ typedef void (*bert_ukr_edge_fn)(size_t k, const float *a, const float *b,
 typedef struct tier_info {
     bert_ukr_fn ukr;
     size_t mr, nr; /* nr divides BERT_PANEL */
-    bert_ukr_edge_fn edge; /* full rows, nr < NR columns (or NULL) */
+    bert_ukr_edge_fn edge; /* full rows of at most edge_nr columns */
+    size_t edge_nr;        /* 0: no edge kernel */
 } tier_info;
 
 struct bert_gemm_ctx {
@@ -165,9 +166,9 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
-                            bert__ukr_avx512_edge};
+                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR};
     else if (k == BERT_KERNELS_AVX2)
-        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL};
+        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0};
 #endif
     for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
         if (bert__precision_supported((bert_precision)p, k, NULL, 0))
@@ -396,7 +397,7 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                     t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc);
                     continue;
                 }
-                if (mr == MR && csc == 1 && t->edge) {
+                if (mr == MR && csc == 1 && nr <= t->edge_nr) {
                     t->edge(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc,
                             nr);
                     continue;

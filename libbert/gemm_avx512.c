@@ -115,16 +115,6 @@ void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
                            size_t ldb, float *c, size_t ldc, float alpha,
                            int accumulate, size_t nr)
 {
-    if (nr > 32) {
-        /* three vectors: the full kernel into a tile, then the columns */
-        float t[MR * 48] __attribute__((aligned(64)));
-        bert__ukr_avx512(k, a, b, ldb, t, 48, alpha, 0);
-        for (int i = 0; i < MR; i++)
-            for (size_t j = 0; j < nr; j++)
-                c[i * ldc + j] = accumulate ? c[i * ldc + j] + t[i * 48 + j]
-                                            : t[i * 48 + j];
-        return;
-    }
     size_t rem = nr > 16 ? nr - 16 : nr;
     __mmask16 last = (__mmask16)((1u << rem) - 1);
     if (nr > 16)

@@ -41,9 +41,11 @@ typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
 enum { BERT_AVX512_MR = 8, BERT_AVX512_NR = 48 };
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate);
-/* The same tile for the first nr (1..47) columns only: C is read and
- * written in those columns alone (masked), B still read 48 wide (panels
- * are zero-padded to it). */
+/* The same tile for the first nr (1..BERT_AVX512_EDGE_NR) columns only:
+ * C is read and written in those columns alone (masked), B still read 48
+ * wide (panels are zero-padded to it).  Wider edges need all three
+ * vectors: the loops run the full kernel into a tile for them. */
+enum { BERT_AVX512_EDGE_NR = 32 };
 void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
                            size_t ldb, float *c, size_t ldc, float alpha,
                            int accumulate, size_t nr);

@@ -161,6 +161,16 @@ void bert_pg_fail(const bert_pg_model *pm, int rc, const char *fn)
                  : 0));
 }
 
+/* ERROR for a failed call that reported through a bert_error. */
+static void fail_err(int rc, const bert_error *err, const char *fn)
+{
+    ereport(ERROR,
+            (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
+                                      : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+             errmsg("%s: %s", fn,
+                    err->text[0] ? err->text : bert_strerror(rc))));
+}
+
 static const char *label_of(const bert_pg_model *pm, int id)
 {
     const char *l = bert_model_label(pm->m, id);
@@ -330,11 +340,7 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
     memset(&err, 0, sizeof err);
     int rc = tag_one(pm, t, tl, &params, &err, fn);
     if (rc != BERT_OK)
-        ereport(ERROR,
-                (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
-                                          : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-                 errmsg("%s: %s", fn,
-                        err.text[0] ? err.text : bert_strerror(rc))));
+        fail_err(rc, &err, fn);
 
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo *rsi = (ReturnSetInfo *)fcinfo->resultinfo;
@@ -368,11 +374,7 @@ Datum bert_tokenize_sql(PG_FUNCTION_ARGS)
     int rc = bert_tokenizer_encode(bert_model_tokenizer(pm->m), t, tl, NULL,
                                    0, &ep, pm->enc, &err);
     if (rc != BERT_OK)
-        ereport(ERROR,
-                (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
-                                          : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-                 errmsg("%s: %s", fn,
-                        err.text[0] ? err.text : bert_strerror(rc))));
+        fail_err(rc, &err, fn);
     Datum *d = palloc(sizeof *d * (pm->enc->n ? pm->enc->n : 1));
     for (size_t i = 0; i < pm->enc->n; i++)
         d[i] = Int32GetDatum(pm->enc->ids[i]);

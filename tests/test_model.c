@@ -104,6 +104,24 @@ static void free_expected(expected *e)
     bert__st_close(&e->st);
 }
 
+/* The expected inputs as the library takes them: ids and type ids (B x S,
+ * int32) and each sequence's length (its attention_mask ones). */
+static void inputs_of(const expected *e, int32_t **ids, int32_t **types,
+                      size_t **lens)
+{
+    size_t BS = e->B * e->S;
+    *ids = malloc(BS * sizeof **ids);
+    *types = malloc(BS * sizeof **types);
+    *lens = calloc(e->B, sizeof **lens);
+    CU_ASSERT_FATAL(*ids && *types && *lens);
+    for (size_t i = 0; i < BS; i++) {
+        (*ids)[i] = (int32_t)e->ids[i];
+        (*types)[i] = (int32_t)e->types[i];
+        if (e->mask[i])
+            (*lens)[i / e->S]++;
+    }
+}
+
 /* ---- the check ------------------------------------------------------------ */
 
 typedef struct maxdiff {
@@ -345,15 +363,9 @@ static void check_fixture(const char *name)
         bert_model_free(m);
         return;
     }
-    size_t BS = e.B * e.S;
-    int32_t *ids = malloc(BS * sizeof *ids), *types = malloc(BS * sizeof *types);
-    size_t *lens = calloc(e.B, sizeof *lens);
-    for (size_t i = 0; i < BS; i++) {
-        ids[i] = (int32_t)e.ids[i];
-        types[i] = (int32_t)e.types[i];
-        if (e.mask[i])
-            lens[i / e.S]++;
-    }
+    int32_t *ids, *types;
+    size_t *lens;
+    inputs_of(&e, &ids, &types, &lens);
 #ifdef TEST_MODEL_NO_TOKENIZER
     int tok_ok = 1;
 #else
@@ -489,16 +501,9 @@ static void test_xlm_roberta(void)
     CU_ASSERT_EQUAL(rc, BERT_OK);
     expected e;
     if (m && load_expected(abs, &e) == 0) {
-        size_t BS = e.B * e.S;
-        int32_t *ids = malloc(BS * sizeof *ids);
-        int32_t *types = malloc(BS * sizeof *types);
-        size_t *lens = calloc(e.B, sizeof *lens);
-        for (size_t i = 0; i < BS; i++) {
-            ids[i] = (int32_t)e.ids[i];
-            types[i] = (int32_t)e.types[i];
-            if (e.mask[i])
-                lens[i / e.S]++;
-        }
+        int32_t *ids, *types;
+        size_t *lens;
+        inputs_of(&e, &ids, &types, &lens);
         CU_ASSERT_EQUAL(bert_model_config(m)->family, BERT_FAMILY_ROBERTA);
         bert_session *s = NULL;
         CU_ASSERT_EQUAL_FATAL(bert_session_create(m, NULL, &s, &err), BERT_OK);

@@ -889,6 +889,22 @@ static int encode_impl(const bert_tokenizer *t, const side *first, const side *s
     return BERT_OK;
 }
 
+/* encode_impl, leaving enc empty (and naming an out-of-memory) on failure:
+ * the tail of both public encoders. */
+static int encode_sides(const bert_tokenizer *t, const side *a, const side *b,
+                        const bert_encode_params *params, bert_encoding *enc,
+                        bert_error *err)
+{
+    int rc = encode_impl(t, a, b, params, enc, err);
+    if (rc) {
+        if (rc == BERT_ENOMEM)
+            bert__set_error(err, rc, -1, "out of memory");
+        enc->n = 0;
+        enc->n_overflow_first = enc->n_overflow_second = 0;
+    }
+    return rc;
+}
+
 int bert_tokenizer_encode(const bert_tokenizer *t, const char *text, size_t len, const char *pair,
                           size_t pair_len, const bert_encode_params *params, bert_encoding *enc,
                           bert_error *err)
@@ -902,14 +918,7 @@ int bert_tokenizer_encode(const bert_tokenizer *t, const char *text, size_t len,
     if (!text)
         text = "";
     side a = {text, len, NULL, NULL, 0}, b = {pair, pair_len, NULL, NULL, 0};
-    int rc = encode_impl(t, &a, &b, params, enc, err);
-    if (rc) {
-        if (rc == BERT_ENOMEM)
-            bert__set_error(err, rc, -1, "out of memory");
-        enc->n = 0;
-        enc->n_overflow_first = enc->n_overflow_second = 0;
-    }
-    return rc;
+    return encode_sides(t, &a, &b, params, enc, err);
 }
 
 int bert_tokenizer_encode_words(const bert_tokenizer *t, const char *const *words,
@@ -927,12 +936,5 @@ int bert_tokenizer_encode_words(const bert_tokenizer *t, const char *const *word
         return bert__set_error(err, BERT_EINVAL, -1, "bert_tokenizer_encode_words: bad arguments");
     side a = {NULL, 0, words ? words : none, lens, n_words};
     side b = {NULL, 0, pair_words ? pair_words : none, pair_lens, n_pair_words};
-    int rc = encode_impl(t, &a, &b, params, enc, err);
-    if (rc) {
-        if (rc == BERT_ENOMEM)
-            bert__set_error(err, rc, -1, "out of memory");
-        enc->n = 0;
-        enc->n_overflow_first = enc->n_overflow_second = 0;
-    }
-    return rc;
+    return encode_sides(t, &a, &b, params, enc, err);
 }
