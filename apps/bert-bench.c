@@ -55,7 +55,7 @@ static const char usage[] =
     "                  [--seq N | --mixed MIN-MAX | --lengths L1,L2,...]\n"
     "                  [--threads N] [--reps N] [--min-time S]\n"
     "                  [--text FILE] [--vocab FILE] [--quiet-wait S]\n"
-    "                  [--kernels auto|avx512|avx2|blis]\n"
+    "                  [--kernels auto|amx|avx512|avx2|blis]\n"
     "                  [--precision fp32|bf16|int8]\n"
     "                  [--no-peak] [--no-blis] [--json] [--help] [--version]\n";
 

@@ -16,7 +16,7 @@ int app_kernels(const char *prog, bert_kernels *out)
     *out = k < 0 ? BERT_KERNELS_AUTO : (bert_kernels)k;
     if (k >= 0)
         return 0;
-    fprintf(stderr, "%s: BERT_KERNELS=%s: unknown kernels (auto, avx512, "
+    fprintf(stderr, "%s: BERT_KERNELS=%s: unknown kernels (auto, amx, avx512, "
             "avx2 or blis)\n", prog, v);
     return -1;
 }

@@ -6,6 +6,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* XCR0: which register states the OS saves on context switches.  A CPU
  * feature whose registers the OS does not save must not be used. */
@@ -14,6 +16,16 @@ static unsigned long long xgetbv0(void)
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
+}
+
+static int amx_permitted(void)
+{
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                   18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    return 0;
+#endif
 }
 
 unsigned bert__cpu_features(void)
@@ -48,9 +60,12 @@ unsigned bert__cpu_features(void)
     }
     if ((f & BERT_CPU_AVX2) && ((a71 >> 4) & 1))
         f |= BERT_CPU_AVX_VNNI;
-    /* AMX-TILE (EDX bit 24) with AMX-BF16 (22) and the OS's tile state;
-     * Linux also wants an arch_prctl permission request before use. */
-    if (amx_os && ((d7 >> 24) & 1) && ((d7 >> 22) & 1))
+    /* AMX-TILE (EDX bit 24) with AMX-BF16 (22), AMX-INT8 (25), the OS's
+     * tile state, and Linux's permission: since 5.16 a process must ask
+     * for XTILEDATA (ARCH_REQ_XCOMP_PERM, feature 18) before its first
+     * tile instruction, or that instruction faults. */
+    if (amx_os && ((d7 >> 24) & 1) && ((d7 >> 22) & 1) && ((d7 >> 25) & 1) &&
+        amx_permitted())
         f |= BERT_CPU_AMX;
     return f;
 }

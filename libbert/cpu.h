@@ -16,11 +16,18 @@ enum {
     BERT_CPU_AVX512_BF16 = 1 << 2, /* vdpbf16ps */
     BERT_CPU_AVX512_VNNI = 1 << 3, /* vpdpbusd on zmm */
     BERT_CPU_AVX_VNNI = 1 << 4,    /* vpdpbusd on ymm (VEX) */
-    BERT_CPU_AMX = 1 << 5          /* AMX tiles (BF16, INT8) usable */
+    BERT_CPU_AMX = 1 << 5,         /* AMX TILE, BF16, INT8, tile state
+                                      enabled and (Linux) permitted */
+    /* What the amx tier needs: AMX for bf16/int8 tiles, the rest for its
+     * fp32 kernels, row conversions and k that is not whole tiles. */
+    BERT_CPU_AMX_TIER = BERT_CPU_AMX | BERT_CPU_AVX512 | BERT_CPU_AVX512_BF16 |
+                        BERT_CPU_AVX512_VNNI
 };
 
 /* The BERT_CPU_* bits of this CPU.  Reads CPUID on every call (cheap; no
- * cached global): call it when creating a session, not per product. */
+ * cached global): call it when creating a session, not per product.  With
+ * AMX present it also asks Linux for the tile-data permission (an
+ * arch_prctl that only ever grants, so repeating it is harmless). */
 unsigned bert__cpu_features(void);
 
 /* "avx2 avx512 ..." for messages and benchmarks: the names of the bits set

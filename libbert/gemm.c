@@ -82,6 +82,8 @@ bert_kernels bert__kernels_best(void)
 {
     unsigned f = bert__cpu_features();
 #if BERT_HAVE_X86_KERNELS
+    if (bert__kernels_supported(BERT_KERNELS_AMX, NULL, 0))
+        return BERT_KERNELS_AMX;
     if (f & BERT_CPU_AVX512)
         return BERT_KERNELS_AVX512;
     if (f & BERT_CPU_AVX2)
@@ -105,6 +107,15 @@ int bert__kernels_supported(bert_kernels k, char *why, size_t n)
         else if (!(f & BERT_CPU_AVX512))
             miss = "this CPU (or OS) lacks AVX-512 F/BW/DQ/VL";
         break;
+    case BERT_KERNELS_AMX:
+        if (!BERT_HAVE_X86_KERNELS)
+            miss = "the amx kernels are built for x86-64 only";
+        else if (!(f & BERT_CPU_AMX))
+            miss = "this CPU (or OS) lacks AMX tiles (TILE, BF16, INT8)";
+        else if ((f & BERT_CPU_AMX_TIER) != BERT_CPU_AMX_TIER)
+            miss = "the amx tier also needs AVX-512 F/BW/DQ/VL, AVX512-BF16 "
+                   "and AVX512-VNNI";
+        break;
     case BERT_KERNELS_AVX2:
         if (!BERT_HAVE_X86_KERNELS)
             miss = "the avx2 kernels are built for x86-64 only";
@@ -126,6 +137,7 @@ const char *bert__kernels_name(bert_kernels k)
     case BERT_KERNELS_BLIS: return "blis";
     case BERT_KERNELS_AVX2: return "avx2";
     case BERT_KERNELS_AVX512: return "avx512";
+    case BERT_KERNELS_AMX: return "amx";
     }
     return "?";
 }
@@ -133,7 +145,8 @@ const char *bert__kernels_name(bert_kernels k)
 int bert__kernels_parse(const char *s)
 {
     static const bert_kernels all[] = {BERT_KERNELS_AUTO, BERT_KERNELS_BLIS,
-                                       BERT_KERNELS_AVX2, BERT_KERNELS_AVX512};
+                                       BERT_KERNELS_AVX2, BERT_KERNELS_AVX512,
+                                       BERT_KERNELS_AMX};
     for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(s, bert__kernels_name(all[i])))
             return (int)all[i];
@@ -164,7 +177,7 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
     rntm_t init = BLIS_RNTM_INITIALIZER;
     g->rntm = init;
 #if BERT_HAVE_X86_KERNELS
-    if (k == BERT_KERNELS_AVX512)
+    if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
                             bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR};
     else if (k == BERT_KERNELS_AVX2)

@@ -197,7 +197,7 @@ void bert__transpose8(float *restrict dst, size_t ld, const float *src,
  * int32 sums.  Apart from the loop: with the output stage's eight
  * constants live after it, GCC 12 spilled accumulators inside the loop. */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-static void i8_out(const int32_t *t, float *c, size_t ldc, const float *rs,
+void bert__i8_out_avx512(const int32_t *t, float *c, size_t ldc, const float *rs,
                    const int32_t *rz, const float *cs, const int32_t *csum,
                    int accumulate)
 {
@@ -241,7 +241,7 @@ void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
     }
     int32_t t[MR * 48] __attribute__((aligned(64)));
     ROWS(I8_SAVE)
-    i8_out(t, c, ldc, rs, rz, cs, csum, accumulate);
+    bert__i8_out_avx512(t, c, ldc, rs, rz, cs, csum, accumulate);
 }
 
 #define BF_STEP(i)                                                            \

@@ -90,6 +90,25 @@ void bert__quant_row_avx512(uint8_t *q, const float *x, size_t k, float inv,
                             int32_t z);
 void bert__minmax_avx512(const float *x, size_t k, float *mn, float *mx);
 void bert__bf16_row_avx512(uint16_t *h, const float *x, size_t k);
+/* The int8 output stage of bert__ukr_i8_avx512 alone: rows 0-7 of the
+ * int32 sums t (48 columns, row stride 48) into C as above.  c may be t
+ * itself (ldc 48): each 16 lanes are read before they are written. */
+void bert__i8_out_avx512(const int32_t *t, float *c, size_t ldc,
+                         const float *rs, const int32_t *rz, const float *cs,
+                         const int32_t *csum, int accumulate);
+
+/* AMX (gemm_amx.c): bert__amx_begin configures the tile registers of the
+ * calling thread (7 tiles of 16 x 64 bytes), bert__amx_end releases them.
+ * Between the two, bert__ukr_amx writes the 16 x 48 sums of rows a
+ * (row-major groups of 32 bits, lda groups apart, 16 rows) times one dot
+ * panel b (ldb BERT_PANEL) over kg groups (a multiple of 16) into c (16 x
+ * 48, row stride 48): int32 u8 x s8 sums (tdpbusd) when int8, else
+ * float32 sums of bf16 pairs (tdpbf16ps).  AMX-TILE, AMX-BF16, AMX-INT8
+ * and the OS's permission (cpu.c) are the caller's to check. */
+void bert__amx_begin(void);
+void bert__amx_end(void);
+void bert__ukr_amx(int int8, size_t kg, const uint32_t *a, size_t lda,
+                   const uint32_t *b, void *c);
 #else
 #define BERT_HAVE_X86_KERNELS 0
 #endif

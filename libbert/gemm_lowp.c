@@ -169,6 +169,7 @@ int bert__lp_pack(bert_wmat *W, int n_threads)
 
 typedef struct lp_tier {
     int avx512;    /* else avx2 (int8 only) */
+    int amx;       /* AMX tiles (the amx tier, k in whole tiles) */
     size_t mr, nr; /* nr divides BERT_PANEL */
 } lp_tier;
 
@@ -230,31 +231,41 @@ static void bf16_row(const lp_tier *t, uint16_t *h, const float *x, size_t k)
         h[p] = bf16_of(x[p]);
 }
 
+/* Row i (< mc) of X as groups into row, or zeros past mc. */
+static void pack_row(const lp_tier *t, bert_precision prec, uint32_t *row,
+                     float *rs, int32_t *rz, const float *X, size_t ldx,
+                     size_t i, size_t mc, size_t k, size_t kg)
+{
+    row[kg - 1] = 0; /* the padding of a last partial group */
+    if (i >= mc) {
+        rs[i] = 0.0f;
+        rz[i] = 0;
+        memset(row, 0, kg * 4);
+    } else if (prec == BERT_PRECISION_INT8) {
+        quant_row(t, (uint8_t *)row, X + i * ldx, k, &rs[i], &rz[i]);
+    } else {
+        bf16_row(t, (uint16_t *)row, X + i * ldx, k);
+    }
+}
+
 /* Rows [0,mc) of X into MR-row panels of groups: panel r holds
  * a[g*MR + i] = group g of row r*MR + i (rows past mc zero), with each
  * row's scale and zero point (int8).  rows: scratch of MR rows of kg*4
- * bytes each. */
+ * bytes each.  AMX reads rows as they are: row i at dst + i*kg. */
 static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
                    float *rs, int32_t *rz, const float *X, size_t ldx,
                    size_t mc, size_t k, size_t kg, uint32_t *rows)
 {
     size_t MR = t->mr;
+    if (t->amx) {
+        for (size_t i = 0; i < (mc + MR - 1) / MR * MR; i++)
+            pack_row(t, prec, dst + i * kg, rs, rz, X, ldx, i, mc, k, kg);
+        return;
+    }
     for (size_t r = 0; r < mc; r += MR, dst += kg * MR) {
-        for (size_t i = 0; i < MR; i++) {
-            uint32_t *row = rows + i * kg;
-            row[kg - 1] = 0; /* the padding of a last partial group */
-            if (r + i >= mc) {
-                rs[r + i] = 0.0f;
-                rz[r + i] = 0;
-                memset(row, 0, kg * 4);
-                continue;
-            }
-            const float *x = X + (r + i) * ldx;
-            if (prec == BERT_PRECISION_INT8)
-                quant_row(t, (uint8_t *)row, x, k, &rs[r + i], &rz[r + i]);
-            else
-                bf16_row(t, (uint16_t *)row, x, k);
-        }
+        for (size_t i = 0; i < MR; i++)
+            pack_row(t, prec, rows + i * kg, rs, rz, X, ldx, r + i, mc, k,
+                     kg);
 #if BERT_HAVE_X86_KERNELS
         if (MR == 8) {
             /* 32-bit groups moved as floats: the transposes only shuffle
@@ -278,6 +289,24 @@ static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
                 const int32_t *csum, int acc)
 {
 #if BERT_HAVE_X86_KERNELS
+    if (t->amx) {
+        /* 16 x 48 sums, then the output stage (in place for int8). */
+        float s[16 * BERT_PANEL] __attribute__((aligned(64)));
+        bert__ukr_amx(prec == BERT_PRECISION_INT8, kg, a, kg, b, s);
+        if (prec == BERT_PRECISION_INT8) {
+            bert__i8_out_avx512((const int32_t *)s, c, ldc, rs, rz, cs, csum,
+                                acc);
+            bert__i8_out_avx512((const int32_t *)s + 8 * BERT_PANEL,
+                                c + 8 * ldc, ldc, rs + 8, rz + 8, cs, csum,
+                                acc);
+            return;
+        }
+        for (size_t i = 0; i < 16; i++)
+            for (size_t j = 0; j < BERT_PANEL; j++)
+                c[i * ldc + j] = acc ? c[i * ldc + j] + s[i * BERT_PANEL + j]
+                                     : s[i * BERT_PANEL + j];
+        return;
+    }
     if (prec == BERT_PRECISION_BF16)
         bert__ukr_bf16_avx512(kg, a, b, c, ldc, acc);
     else if (t->avx512)
@@ -295,15 +324,18 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
                   const size_t *c1, int acc, float *const *Y, size_t ldy,
                   size_t m, void *buf, size_t bytes)
 {
-    lp_tier t = {tier == BERT_KERNELS_AVX512, 0, 0};
+    bert_precision prec = W[0]->prec;
+    size_t k = W[0]->k, kg = bert__lp_groups(k, prec);
+    /* The amx tier runs k in whole tiles (16 groups: every BERT width)
+     * and anything else with its AVX-512 kernels. */
+    lp_tier t = {tier == BERT_KERNELS_AVX512 || tier == BERT_KERNELS_AMX,
+                 tier == BERT_KERNELS_AMX && kg % 16 == 0, 0, 0};
 #if BERT_HAVE_X86_KERNELS
-    t.mr = t.avx512 ? BERT_AVX512_MR : BERT_AVX2_MR;
-    t.nr = t.avx512 ? BERT_AVX512_NR : BERT_AVX2_NR;
+    t.mr = t.amx ? 16 : t.avx512 ? BERT_AVX512_MR : BERT_AVX2_MR;
+    t.nr = t.amx ? BERT_PANEL : t.avx512 ? BERT_AVX512_NR : BERT_AVX2_NR;
 #else
     return -1;
 #endif
-    bert_precision prec = W[0]->prec;
-    size_t k = W[0]->k, kg = bert__lp_groups(k, prec);
     size_t rowb = (t.mr * kg * 4 + 63) & ~(size_t)63;
     /* buf: MR rows of scratch, then per block row a scale, a zero point
      * and its groups. */
@@ -321,7 +353,11 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
     float *rs = (float *)((char *)buf + rowb);
     int32_t *rz = (int32_t *)(rs + mcl);
     uint32_t *ap = (uint32_t *)(((uintptr_t)(rz + mcl) + 63) & ~(uintptr_t)63);
-    float tile[BERT_AVX512_MR * BERT_PANEL] __attribute__((aligned(64)));
+    float tile[16 * BERT_PANEL] __attribute__((aligned(64)));
+#if BERT_HAVE_X86_KERNELS
+    if (t.amx)
+        bert__amx_begin();
+#endif
     for (size_t ic = 0; ic < m; ic += mcl) {
         size_t mc = m - ic < mcl ? m - ic : mcl;
         /* The activations once for every matrix (Q, K and V share them). */
@@ -358,6 +394,10 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
             }
         }
     }
+#if BERT_HAVE_X86_KERNELS
+    if (t.amx)
+        bert__amx_end();
+#endif
     return 0;
 }
 
@@ -367,6 +407,8 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
 static const char *precision_missing(bert_precision p, bert_kernels k)
 {
     unsigned f = bert__cpu_features();
+    if (k == BERT_KERNELS_AMX) /* the tier itself needs all of them */
+        return NULL;
     switch (p) {
     case BERT_PRECISION_FP32:
         return NULL;
@@ -424,9 +466,9 @@ bert_kernels bert__precision_tier(bert_precision p)
 {
     if (p == BERT_PRECISION_FP32)
         return bert__kernels_best();
-    static const bert_kernels order[] = {BERT_KERNELS_AVX512,
+    static const bert_kernels order[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
                                          BERT_KERNELS_AVX2};
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < 3; i++)
         if (bert__kernels_supported(order[i], NULL, 0) &&
             !precision_missing(p, order[i]))
             return order[i];

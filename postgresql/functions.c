@@ -40,6 +40,7 @@ char *bert_pg_pack_cache = NULL;
 
 static const struct config_enum_entry kernels_options[] = {
     {"auto", BERT_KERNELS_AUTO, false},
+    {"amx", BERT_KERNELS_AMX, false},
     {"avx512", BERT_KERNELS_AVX512, false},
     {"avx2", BERT_KERNELS_AVX2, false},
     {"blis", BERT_KERNELS_BLIS, false},

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The kernel tiers through the tools: BERT_KERNELS=avx512|avx2|blis makes
+# The kernel tiers through the tools: BERT_KERNELS=amx|avx512|avx2|blis makes
 # bert-infer run that tier, and every fixture's output still matches
 # Hugging Face within 1e-4 (tests/infer_check), on 1 and 2 threads; a tier
 # the CPU lacks exits 2 naming the missing feature; an unknown name exits 1;
@@ -15,7 +15,7 @@ needs -d "$FIXTURES" "$FIXTURES"
 mktmp
 
 ran=""
-for k in avx512 avx2 blis; do
+for k in amx avx512 avx2 blis; do
     SEQ=$FIXTURES/bert-seq-uncased
     echo "a text" | BERT_KERNELS=$k "$INFER" --model "$SEQ" > "$tmp/probe.out" 2> "$tmp/probe.err"
     st=$?

@@ -73,8 +73,8 @@ static double check(size_t m, size_t n, size_t k, float alpha, const float *A,
     return worst;
 }
 
-static const bert_kernels tiers[] = {BERT_KERNELS_AVX512, BERT_KERNELS_AVX2,
-                                     BERT_KERNELS_BLIS};
+static const bert_kernels tiers[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
+                                     BERT_KERNELS_AVX2, BERT_KERNELS_BLIS};
 #define N_TIERS (sizeof tiers / sizeof tiers[0])
 
 static bert_gemm_ctx *ctx_or_skip(bert_kernels t, int threads)

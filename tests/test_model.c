@@ -285,10 +285,10 @@ static void check_precisions(const char *name, const char *dir,
                              const expected *e, int32_t *ids, int32_t *types,
                              const size_t *lens)
 {
-    static const bert_kernels tiers[] = {BERT_KERNELS_AVX512,
+    static const bert_kernels tiers[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
                                          BERT_KERNELS_AVX2};
     for (size_t pi = 0; pi < sizeof precisions / sizeof precisions[0]; pi++)
-        for (size_t ti = 0; ti < 2; ti++) {
+        for (size_t ti = 0; ti < 3; ti++) {
             bert_precision pr = precisions[pi].p;
             if (!bert_precision_supported(pr, tiers[ti])) {
                 printf("\n  %s %s on tier %d: not supported on this CPU: "
@@ -379,7 +379,8 @@ static void check_fixture(const char *name)
      * loaded unpacked (kernels = blis at load). */
     static const struct {
         bert_kernels load, run;
-    } tiers[] = {{BERT_KERNELS_AUTO, BERT_KERNELS_AVX512},
+    } tiers[] = {{BERT_KERNELS_AUTO, BERT_KERNELS_AMX},
+                 {BERT_KERNELS_AUTO, BERT_KERNELS_AVX512},
                  {BERT_KERNELS_AUTO, BERT_KERNELS_AVX2},
                  {BERT_KERNELS_AUTO, BERT_KERNELS_BLIS},
                  {BERT_KERNELS_BLIS, BERT_KERNELS_AUTO}};

@@ -51,15 +51,19 @@ typedef enum {
 } bert_problem;
 
 /* Matrix-product kernels ("tiers").  AUTO picks from the CPU's features
- * (CPUID and the OS's XCR0), never from its model or brand: AVX512 where
- * AVX-512 F/BW/DQ/VL are usable, else AVX2 with AVX2+FMA, else BLIS.  The
+ * (CPUID and the OS's XCR0), never from its model or brand: AMX where AMX
+ * tiles (TILE, BF16, INT8, with the OS's permission) come with AVX-512
+ * F/BW/DQ/VL, AVX512-BF16 and AVX512-VNNI; else AVX512 where AVX-512
+ * F/BW/DQ/VL are usable, else AVX2 with AVX2+FMA, else BLIS.  The amx,
  * avx512 and avx2 tiers are libbert's own micro-kernels over weights packed
- * once at load; blis runs BLIS's sgemm as BLIS configured itself. */
+ * once at load (amx is avx512 for fp32, and multiplies bf16 and int8 with
+ * AMX tiles); blis runs BLIS's sgemm as BLIS configured itself. */
 typedef enum {
     BERT_KERNELS_AUTO = 0,
     BERT_KERNELS_BLIS,
     BERT_KERNELS_AVX2,
-    BERT_KERNELS_AVX512
+    BERT_KERNELS_AVX512,
+    BERT_KERNELS_AMX
 } bert_kernels;
 
 /* Precision of the products with the weight matrices of the encoder and
