@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libbert/arch.h"
 #include "libbert/internal.h"
 #include "libbert/model.h"
 
@@ -19,28 +20,52 @@ typedef struct slot {
 typedef struct slots {
     slot *a;
     size_t n, cap;
-    const char *prefix;
+    bert_weights *w;
+    const char *strip; /* the prefix a bare *Model checkpoint lacks, or "" */
 } slots;
 
-static void add(slots *S, const float **dst, size_t d0, size_t d1, int ndim,
-                int optional, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-
-static void add(slots *S, const float **dst, size_t d0, size_t d1, int ndim,
-                int optional, const char *fmt, ...)
+/* Where tensor t goes in w (NULL: nowhere, e.g. an MLM head). */
+static const float **dst_of(bert_weights *w, const bert_arch_tensor *t)
 {
+    bert_layer_w *y = &w->layers[t->layer];
+    int b = t->bias;
+    switch (t->role) {
+    case BERT_R_WTE: return &w->word_emb;
+    case BERT_R_WPE: return &w->pos_emb;
+    case BERT_R_WTT: return &w->type_emb;
+    case BERT_R_LNE: return b ? &w->emb_ln_b : &w->emb_ln_w;
+    case BERT_R_EP: return b ? &w->emb_proj_b : &w->emb_proj_w;
+    case BERT_R_Q: return b ? &y->q_b : &y->q_w;
+    case BERT_R_K: return b ? &y->k_b : &y->k_w;
+    case BERT_R_V: return b ? &y->v_b : &y->v_w;
+    case BERT_R_AO: return b ? &y->o_b : &y->o_w;
+    case BERT_R_LN1: return b ? &y->ln1_b : &y->ln1_w;
+    case BERT_R_FC: return b ? &y->f1_b : &y->f1_w;
+    case BERT_R_FC2: return b ? &y->f2_b : &y->f2_w;
+    case BERT_R_LN2: return b ? &y->ln2_b : &y->ln2_w;
+    case BERT_R_POOL:
+    case BERT_R_HEAD: return b ? &w->pool_b : &w->pool_w;
+    case BERT_R_CLS: return b ? &w->cls_b : &w->cls_w;
+    default: return NULL;
+    }
+}
+
+static int add(void *ctx, const bert_arch_tensor *t)
+{
+    slots *S = ctx;
     slot *s = &S->a[S->n++];
-    va_list ap;
-    int k = snprintf(s->name, sizeof s->name, "%s", S->prefix);
-    va_start(ap, fmt);
-    vsnprintf(s->name + k, sizeof s->name - (size_t)k, fmt, ap);
-    va_end(ap);
-    s->dst = dst;
-    s->d0 = d0;
-    s->d1 = d1;
-    s->ndim = ndim;
-    s->optional = optional;
+    size_t np = strlen(S->strip);
+    const char *name = t->name;
+    if (np && strncmp(name, S->strip, np) == 0)
+        name += np;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->dst = dst_of(S->w, t);
+    s->d0 = t->d0;
+    s->d1 = t->d1;
+    s->ndim = t->d1 ? 2 : 1;
+    s->optional = t->optional;
     s->t = NULL;
+    return 0;
 }
 
 static void shape_str(char *buf, size_t n, const bert_st_tensor *t)
@@ -77,109 +102,27 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
         goto out;
     }
 
-    /* Prefix: "bert." / "distilbert." for the *For* heads and MLM files,
-     * none for a bare BertModel; take whichever the file has. */
-    const char *pfx = distil    ? "distilbert."
-                      : roberta ? "roberta."
-                      : electra ? "electra."
-                                : "bert.";
-    char probe[64];
-    snprintf(probe, sizeof probe, "%sembeddings.word_embeddings.weight", pfx);
-    S.prefix = bert__st_find(st, probe) ? pfx : "";
-
-    add(&S, &w->word_emb, c->vocab_size, E, 2, 0,
-        "embeddings.word_embeddings.weight");
-    add(&S, &w->pos_emb, c->max_position, E, 2, 0,
-        "embeddings.position_embeddings.weight");
-    if (!distil)
-        add(&S, &w->type_emb, c->type_vocab, E, 2, 0,
-            "embeddings.token_type_embeddings.weight");
-    add(&S, &w->emb_ln_w, E, 0, 1, 0, "embeddings.LayerNorm.weight");
-    add(&S, &w->emb_ln_b, E, 0, 1, 0, "embeddings.LayerNorm.bias");
-    if (electra && E != H) {
-        add(&S, &w->emb_proj_w, H, E, 2, 0, "embeddings_project.weight");
-        add(&S, &w->emb_proj_b, H, 0, 1, 0, "embeddings_project.bias");
-    }
-    for (size_t l = 0; l < L; l++) {
-        bert_layer_w *y = &w->layers[l];
-        if (distil) {
-            const char *p = "transformer.layer";
-            add(&S, &y->q_w, H, H, 2, 0, "%s.%zu.attention.q_lin.weight", p, l);
-            add(&S, &y->q_b, H, 0, 1, 0, "%s.%zu.attention.q_lin.bias", p, l);
-            add(&S, &y->k_w, H, H, 2, 0, "%s.%zu.attention.k_lin.weight", p, l);
-            add(&S, &y->k_b, H, 0, 1, 0, "%s.%zu.attention.k_lin.bias", p, l);
-            add(&S, &y->v_w, H, H, 2, 0, "%s.%zu.attention.v_lin.weight", p, l);
-            add(&S, &y->v_b, H, 0, 1, 0, "%s.%zu.attention.v_lin.bias", p, l);
-            add(&S, &y->o_w, H, H, 2, 0, "%s.%zu.attention.out_lin.weight", p,
-                l);
-            add(&S, &y->o_b, H, 0, 1, 0, "%s.%zu.attention.out_lin.bias", p, l);
-            add(&S, &y->ln1_w, H, 0, 1, 0, "%s.%zu.sa_layer_norm.weight", p, l);
-            add(&S, &y->ln1_b, H, 0, 1, 0, "%s.%zu.sa_layer_norm.bias", p, l);
-            add(&S, &y->f1_w, I, H, 2, 0, "%s.%zu.ffn.lin1.weight", p, l);
-            add(&S, &y->f1_b, I, 0, 1, 0, "%s.%zu.ffn.lin1.bias", p, l);
-            add(&S, &y->f2_w, H, I, 2, 0, "%s.%zu.ffn.lin2.weight", p, l);
-            add(&S, &y->f2_b, H, 0, 1, 0, "%s.%zu.ffn.lin2.bias", p, l);
-            add(&S, &y->ln2_w, H, 0, 1, 0, "%s.%zu.output_layer_norm.weight", p,
-                l);
-            add(&S, &y->ln2_b, H, 0, 1, 0, "%s.%zu.output_layer_norm.bias", p,
-                l);
-        } else {
-            const char *p = "encoder.layer";
-            add(&S, &y->q_w, H, H, 2, 0, "%s.%zu.attention.self.query.weight",
-                p, l);
-            add(&S, &y->q_b, H, 0, 1, 0, "%s.%zu.attention.self.query.bias", p,
-                l);
-            add(&S, &y->k_w, H, H, 2, 0, "%s.%zu.attention.self.key.weight", p,
-                l);
-            add(&S, &y->k_b, H, 0, 1, 0, "%s.%zu.attention.self.key.bias", p, l);
-            add(&S, &y->v_w, H, H, 2, 0, "%s.%zu.attention.self.value.weight",
-                p, l);
-            add(&S, &y->v_b, H, 0, 1, 0, "%s.%zu.attention.self.value.bias", p,
-                l);
-            add(&S, &y->o_w, H, H, 2, 0,
-                "%s.%zu.attention.output.dense.weight", p, l);
-            add(&S, &y->o_b, H, 0, 1, 0, "%s.%zu.attention.output.dense.bias",
-                p, l);
-            add(&S, &y->ln1_w, H, 0, 1, 0,
-                "%s.%zu.attention.output.LayerNorm.weight", p, l);
-            add(&S, &y->ln1_b, H, 0, 1, 0,
-                "%s.%zu.attention.output.LayerNorm.bias", p, l);
-            add(&S, &y->f1_w, I, H, 2, 0, "%s.%zu.intermediate.dense.weight", p,
-                l);
-            add(&S, &y->f1_b, I, 0, 1, 0, "%s.%zu.intermediate.dense.bias", p,
-                l);
-            add(&S, &y->f2_w, H, I, 2, 0, "%s.%zu.output.dense.weight", p, l);
-            add(&S, &y->f2_b, H, 0, 1, 0, "%s.%zu.output.dense.bias", p, l);
-            add(&S, &y->ln2_w, H, 0, 1, 0, "%s.%zu.output.LayerNorm.weight", p,
-                l);
-            add(&S, &y->ln2_b, H, 0, 1, 0, "%s.%zu.output.LayerNorm.bias", p, l);
-        }
-    }
+    /* Names from the architecture's table (arch.h); encoder tensors carry
+     * its prefix ("bert.", ...) in *For* and MLM files, none in a bare
+     * BertModel: take whichever the file has. */
+    const bert_arch *A = bert__arch_of(c->family);
+    char probe[192];
+    snprintf(probe, sizeof probe, "%s.word_embeddings.weight", A->emb);
+    S.w = w;
+    S.strip = bert__st_find(st, probe) ? "" : A->prefix;
     /* Pooler: required by BertForSequenceClassification, used by BertModel
      * and RobertaModel when the file has it, ignored by token models (and
-     * RobertaFor*, built with add_pooling_layer=False); ELECTRA has none. */
-    if ((c->family == BERT_FAMILY_BERT && c->task != BERT_TASK_TOKEN) ||
-        (roberta && c->task == BERT_TASK_BASE)) {
-        int opt = c->task == BERT_TASK_BASE;
-        add(&S, &w->pool_w, H, H, 2, opt, "pooler.dense.weight");
-        add(&S, &w->pool_b, H, 0, 1, opt, "pooler.dense.bias");
-    }
-    /* Heads have no prefix. */
-    S.prefix = "";
-    if (distil && c->task == BERT_TASK_SEQUENCE) {
-        add(&S, &w->pool_w, H, H, 2, 0, "pre_classifier.weight");
-        add(&S, &w->pool_b, H, 0, 1, 0, "pre_classifier.bias");
-    }
-    if ((roberta || electra) && c->task == BERT_TASK_SEQUENCE) {
-        /* RobertaClassificationHead / ElectraClassificationHead */
-        add(&S, &w->pool_w, H, H, 2, 0, "classifier.dense.weight");
-        add(&S, &w->pool_b, H, 0, 1, 0, "classifier.dense.bias");
-        add(&S, &w->cls_w, C, H, 2, 0, "classifier.out_proj.weight");
-        add(&S, &w->cls_b, C, 0, 1, 0, "classifier.out_proj.bias");
-    } else if (c->task != BERT_TASK_BASE) {
-        add(&S, &w->cls_w, C, H, 2, 0, "classifier.weight");
-        add(&S, &w->cls_b, C, 0, 1, 0, "classifier.bias");
-    }
+     * RobertaFor*, built with add_pooling_layer=False); ELECTRA has none.
+     * The sequence heads of the others have their own dense layer. */
+    bert_arch_shape shape = {
+        c->vocab_size, c->max_position, distil ? 0 : c->type_vocab,
+        E, H, I, L, c->task != BERT_TASK_BASE ? C : 0,
+        (c->family == BERT_FAMILY_BERT && c->task != BERT_TASK_TOKEN) ||
+                (roberta && c->task == BERT_TASK_BASE)
+            ? (c->task == BERT_TASK_BASE ? 2 : 1)
+            : 0,
+        c->task == BERT_TASK_SEQUENCE && (distil || roberta || electra), 0};
+    bert__arch_tensors(A, &shape, add, &S);
 
     /* Pass 1: find, check dtype and shape, count what needs converting. */
     size_t nconv = 0;

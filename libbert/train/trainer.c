@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libbert/arch.h"
 #include "libbert/internal.h"
 #include "libbert/safetensors.h"
 #include "libbert/train/ops.h"
@@ -135,185 +136,72 @@ static void init_tensor(bert_trainer *t, int i)
     }
 }
 
-/* ---- architectures ------------------------------------------------------ */
+/* ---- tensor names ------------------------------------------------------ */
 
-/* BERT, DistilBERT, RoBERTa and ELECTRA are the same post-LayerNorm encoder
- * with the same parameter slots (ELECTRA adds embeddings_project); they
- * differ in tensor names and in a few details of the computation, all of
- * which are listed here. */
-struct bert_t_arch {
-    const char *model_type;
-    const char *arch[3];     /* architectures[0] for SEQUENCE, TOKEN, MLM */
-    const char *prefix;      /* of encoder tensors in *For* checkpoints (a
-                                bare *Model checkpoint has none) */
-    const char *emb;         /* embeddings module */
-    const char *layer;       /* layer list, then ".<l>." */
-    const char *qkv[3], *ao, *ln1, *fc, *fc2, *ln2; /* modules in a layer */
-    const char *pool;        /* sequence head's dense layer before the
-                                classifier (pooler / pre_classifier) */
-    const char *mt, *mln;    /* MLM transform dense and LayerNorm */
-    const char *mbias;       /* MLM output bias (decoder tied to the word
-                                embeddings, so its weight is never stored) */
-    const char *mbias_alt;   /* older name of mbias, or NULL */
-    int pool_act;            /* BERT_T_ACT_*: tanh pooler / ReLU */
-    int ao_dropout;          /* dropout on the attention output projection
-                                (DistilBERT has none there) */
-    const char *cls_seq;     /* sequence classifier module, NULL =
-                                "classifier" */
-    int pos_from_pad;        /* position ids start at pad_token_id + 1 */
-    int head_in_dropout;     /* dropout on the [CLS] features before the
-                                head's dense layer too */
-    const char *proj;        /* embeddings_project module (E != H), or NULL */
-};
-
-static const bert_t_arch ARCH_BERT = {
-    "bert",
-    {"BertForSequenceClassification", "BertForTokenClassification",
-     "BertForMaskedLM"},
-    "bert.", "bert.embeddings", "bert.encoder.layer",
-    {"attention.self.query", "attention.self.key", "attention.self.value"},
-    "attention.output.dense", "attention.output.LayerNorm",
-    "intermediate.dense", "output.dense", "output.LayerNorm",
-    "bert.pooler.dense",
-    "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
-    "cls.predictions.bias", "cls.predictions.decoder.bias",
-    BERT_T_ACT_TANH, 1, NULL, 0, 0, NULL,
-};
-
-static const bert_t_arch ARCH_DISTILBERT = {
-    "distilbert",
-    {"DistilBertForSequenceClassification", "DistilBertForTokenClassification",
-     "DistilBertForMaskedLM"},
-    "distilbert.", "distilbert.embeddings", "distilbert.transformer.layer",
-    {"attention.q_lin", "attention.k_lin", "attention.v_lin"},
-    "attention.out_lin", "sa_layer_norm", "ffn.lin1", "ffn.lin2",
-    "output_layer_norm",
-    "pre_classifier",
-    "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", NULL,
-    BERT_T_ACT_RELU, 0, NULL, 0, 0, NULL,
-};
-
-/* RoBERTa: BERT's encoder under "roberta.", no pooler; the sequence head
- * (RobertaClassificationHead) is dropout, dense, tanh, dropout, out_proj,
- * so it is BERT's pooler-and-classifier path under other names plus one
- * dropout; positions count from padding_idx + 1 (no padding inside a
- * sequence: every real token's position id is its index + pad + 1). */
-static const bert_t_arch ARCH_ROBERTA = {
-    "roberta",
-    {"RobertaForSequenceClassification", "RobertaForTokenClassification",
-     "RobertaForMaskedLM"},
-    "roberta.", "roberta.embeddings", "roberta.encoder.layer",
-    {"attention.self.query", "attention.self.key", "attention.self.value"},
-    "attention.output.dense", "attention.output.LayerNorm",
-    "intermediate.dense", "output.dense", "output.LayerNorm",
-    "classifier.dense",
-    "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", NULL,
-    BERT_T_ACT_TANH, 1,
-    "classifier.out_proj", 1, 1, NULL,
-};
-
-/* ELECTRA (the discriminator): BERT's layers under "electra.", embeddings
- * of width E (embedding_size) projected to H by embeddings_project when
- * they differ, no pooler; ElectraClassificationHead is RoBERTa's head with
- * the exact GELU instead of tanh. */
-static const bert_t_arch ARCH_ELECTRA = {
-    "electra",
-    {"ElectraForSequenceClassification", "ElectraForTokenClassification",
-     "ElectraForMaskedLM"},
-    "electra.", "electra.embeddings", "electra.encoder.layer",
-    {"attention.self.query", "attention.self.key", "attention.self.value"},
-    "attention.output.dense", "attention.output.LayerNorm",
-    "intermediate.dense", "output.dense", "output.LayerNorm",
-    "classifier.dense",
-    "generator_predictions.dense", "generator_predictions.LayerNorm",
-    "generator_lm_head.bias", NULL,
-    BERT_T_ACT_GELU, 1,
-    "classifier.out_proj", 0, 1, "electra.embeddings_project",
-};
-
-/* HF names of the slices of tensor i; calls fn(name, ptr, rows, cols) for
- * each (cols 0 = 1-D). */
+/* Where each tensor of the architecture's table (libbert/arch.h) lives in
+ * the parameter slots; calls fn(name, ptr, rows, cols, slot) for each
+ * (cols 0 = 1-D). */
 typedef int (*slice_fn)(void *ctx, const char *name, float *p, size_t rows,
                         size_t cols, int i);
+
+typedef struct {
+    const bert_trainer *t;
+    float *const *pt;
+    slice_fn fn;
+    void *ctx;
+} slices;
+
+static int slice_of(void *vctx, const bert_arch_tensor *x)
+{
+    static const int slot[][2] = {
+        [BERT_R_WTE] = {P_WTE, P_WTE},     [BERT_R_WPE] = {P_WPE, P_WPE},
+        [BERT_R_WTT] = {P_WTT, P_WTT},     [BERT_R_LNE] = {P_LNEW, P_LNEB},
+        [BERT_R_EP] = {P_EPW, P_EPB},      [BERT_R_Q] = {P_QKVW, P_QKVB},
+        [BERT_R_K] = {P_QKVW, P_QKVB},     [BERT_R_V] = {P_QKVW, P_QKVB},
+        [BERT_R_AO] = {P_AOW, P_AOB},      [BERT_R_LN1] = {P_LN1W, P_LN1B},
+        [BERT_R_FC] = {P_FCW, P_FCB},      [BERT_R_FC2] = {P_FC2W, P_FC2B},
+        [BERT_R_LN2] = {P_LN2W, P_LN2B},   [BERT_R_POOL] = {P_POOLW, P_POOLB},
+        [BERT_R_HEAD] = {P_POOLW, P_POOLB}, [BERT_R_CLS] = {P_CLSW, P_CLSB},
+        [BERT_R_MT] = {P_MTW, P_MTB},      [BERT_R_MLN] = {P_MLNW, P_MLNB},
+        [BERT_R_MBIAS] = {P_MBIAS, P_MBIAS}};
+    const slices *S = vctx;
+    int i = slot[x->role][x->bias];
+    /* per-layer tensors are stacked [L, ...]; Q, K and V of a layer are
+     * adjacent ([3H, H] and [3H]) */
+    size_t n = x->d1 ? x->d0 * x->d1 : x->d0, at = 0;
+    if (x->role >= BERT_R_Q && x->role <= BERT_R_V)
+        at = (x->layer * 3 + (size_t)(x->role - BERT_R_Q)) * n;
+    else if (x->role >= BERT_R_AO && x->role <= BERT_R_LN2)
+        at = x->layer * n;
+    return S->fn(S->ctx, x->name, S->pt[i] + at, x->d0, x->d1, i);
+}
 
 static int for_each_slice(const bert_trainer *t, float *const *pt, slice_fn fn,
                           void *ctx)
 {
-    const bert_t_arch *A = t->arch;
-    char nm[192], mod[160];
-    size_t H = t->H, I = t->I;
-    int rc;
-    /* one tensor, its name from a format */
-#define EMIT(PTR, R, C, IDX, ...)                                              \
-    do {                                                                       \
-        snprintf(nm, sizeof nm, __VA_ARGS__);                                  \
-        if ((rc = fn(ctx, nm, PTR, R, C, IDX)) != 0)                           \
-            return rc;                                                         \
-    } while (0)
-    /* MOD.weight [R, C] (C 0: a LayerNorm's [R]) and MOD.bias [R] */
-#define PAIR(MOD, W, IW, B, IB, R, C)                                          \
-    do {                                                                       \
-        EMIT(W, R, C, IW, "%s.weight", MOD);                                   \
-        EMIT(B, R, 0, IB, "%s.bias", MOD);                                     \
-    } while (0)
-    size_t E = t->E;
-    EMIT(pt[P_WTE], t->V, E, P_WTE, "%s.word_embeddings.weight", A->emb);
-    EMIT(pt[P_WPE], t->P, E, P_WPE, "%s.position_embeddings.weight", A->emb);
-    if (t->sizes[P_WTT])
-        EMIT(pt[P_WTT], t->TV, E, P_WTT, "%s.token_type_embeddings.weight",
-             A->emb);
-    snprintf(mod, sizeof mod, "%s.LayerNorm", A->emb);
-    PAIR(mod, pt[P_LNEW], P_LNEW, pt[P_LNEB], P_LNEB, E, 0);
-    if (t->sizes[P_EPW])
-        PAIR(A->proj, pt[P_EPW], P_EPW, pt[P_EPB], P_EPB, H, E);
-    for (size_t l = 0; l < t->L; l++) {
-#define LAYER_MOD(NAME) snprintf(mod, sizeof mod, "%s.%zu.%s", A->layer, l, NAME)
-        for (size_t j = 0; j < 3; j++) {
-            LAYER_MOD(A->qkv[j]);
-            PAIR(mod, pt[P_QKVW] + (l * 3 + j) * H * H, P_QKVW,
-                 pt[P_QKVB] + (l * 3 + j) * H, P_QKVB, H, H);
-        }
-        LAYER_MOD(A->ao);
-        PAIR(mod, pt[P_AOW] + l * H * H, P_AOW, pt[P_AOB] + l * H, P_AOB, H, H);
-        LAYER_MOD(A->ln1);
-        PAIR(mod, pt[P_LN1W] + l * H, P_LN1W, pt[P_LN1B] + l * H, P_LN1B, H, 0);
-        LAYER_MOD(A->fc);
-        PAIR(mod, pt[P_FCW] + l * I * H, P_FCW, pt[P_FCB] + l * I, P_FCB, I, H);
-        LAYER_MOD(A->fc2);
-        PAIR(mod, pt[P_FC2W] + l * H * I, P_FC2W, pt[P_FC2B] + l * H, P_FC2B,
-             H, I);
-        LAYER_MOD(A->ln2);
-        PAIR(mod, pt[P_LN2W] + l * H, P_LN2W, pt[P_LN2B] + l * H, P_LN2B, H, 0);
-#undef LAYER_MOD
-    }
-    if (t->sizes[P_POOLW])
-        PAIR(A->pool, pt[P_POOLW], P_POOLW, pt[P_POOLB], P_POOLB, H, H);
-    if (t->sizes[P_CLSW])
-        PAIR(t->task == BERT_TRAIN_SEQUENCE && A->cls_seq ? A->cls_seq
-                                                          : "classifier",
-             pt[P_CLSW], P_CLSW, pt[P_CLSB], P_CLSB, t->C, H);
-    if (t->sizes[P_MTW]) {
-        PAIR(A->mt, pt[P_MTW], P_MTW, pt[P_MTB], P_MTB, H, H);
-        PAIR(A->mln, pt[P_MLNW], P_MLNW, pt[P_MLNB], P_MLNB, H, 0);
-        EMIT(pt[P_MBIAS], t->V, 0, P_MBIAS, "%s", A->mbias);
-    }
-#undef PAIR
-#undef EMIT
-    return 0;
+    const bert_arch *A = t->arch;
+    int seq = t->task == BERT_TRAIN_SEQUENCE;
+    bert_arch_shape shape = {t->V, t->P, t->sizes[P_WTT] ? t->TV : 0,
+                             t->E, t->H, t->I, t->L,
+                             t->sizes[P_CLSW] ? t->C : 0,
+                             seq && !A->head, seq && A->head != NULL,
+                             t->sizes[P_MTW] != 0};
+    slices S = {t, pt, fn, ctx};
+    return bert__arch_tensors(A, &shape, slice_of, &S);
 }
 
 /* ---- loading ----------------------------------------------------------- */
 
 typedef struct {
     const bert_st_file *f;
-    const bert_t_arch *arch;
+    const bert_arch *arch;
     bert_error *err;
     const char *path;
 } load_ctx;
 
 static const bert_st_tensor *find_alias(const load_ctx *c, const char *name)
 {
-    const bert_t_arch *A = c->arch;
+    const bert_arch *A = c->arch;
     const bert_st_tensor *x = bert__st_find(c->f, name);
     if (x)
         return x;
@@ -436,10 +324,7 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     }
     read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
-    t->arch = roberta            ? &ARCH_ROBERTA
-              : electra          ? &ARCH_ELECTRA
-              : c->is_distilbert ? &ARCH_DISTILBERT
-                                 : &ARCH_BERT;
+    t->arch = bert__arch_of(c->family);
     t->E = c->embedding_size ? c->embedding_size : c->hidden;
     t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
@@ -1089,7 +974,7 @@ static int write_config(const bert_trainer *t, const char *path,
         json_object_set_new(o, "hidden_act", json_string(act));
         json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
         json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
-        if (t->arch == &ARCH_ELECTRA)
+        if (t->arch == bert__arch_of(BERT_FAMILY_ELECTRA))
             json_object_set_new(o, "embedding_size", json_integer((json_int_t)t->E));
         json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
         json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));

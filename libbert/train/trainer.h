@@ -21,12 +21,11 @@ enum {
     P_COUNT
 };
 
-/* What differs between the trainable architectures (trainer.c). */
-typedef struct bert_t_arch bert_t_arch;
+#include "libbert/arch.h"
 
 typedef struct bert_trainer {
     bert_cfg cfg;              /* config (labels owned) */
-    const bert_t_arch *arch;   /* BERT, DistilBERT, RoBERTa or ELECTRA */
+    const bert_arch *arch;     /* names and details (libbert/arch.h) */
     bert_train_params p;
     bert_train_task task;
     size_t V, H, L, NH, I, P, TV, C;
