@@ -1,9 +1,9 @@
 /* random_model.c - random-weight model directories for bert-bench. */
 #include "bench/random_model.h"
+#include "libbert/arch.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,13 +68,10 @@ typedef struct {
     size_t n, cap;
 } tensor_list;
 
-static int add(tensor_list *l, fill_kind fill, size_t rows, size_t cols,
-               const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int add(tensor_list *l, fill_kind fill, size_t rows, size_t cols,
-               const char *fmt, ...)
+/* One tensor of the architecture's table (libbert/arch.h). */
+static int add(void *ctx, const bert_arch_tensor *x)
 {
+    tensor_list *l = ctx;
     if (l->n == l->cap) {
         size_t nc = l->cap ? 2 * l->cap : 64;
         tensor_spec *nt = realloc(l->t, nc * sizeof *nt);
@@ -84,92 +81,26 @@ static int add(tensor_list *l, fill_kind fill, size_t rows, size_t cols,
         l->cap = nc;
     }
     tensor_spec *t = &l->t[l->n++];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->name, sizeof t->name, fmt, ap);
-    va_end(ap);
-    t->rows = rows;
-    t->cols = cols;
-    t->fill = fill;
+    snprintf(t->name, sizeof t->name, "%s", x->name);
+    t->rows = x->d0;
+    t->cols = x->d1;
+    int ln = x->role == BERT_R_LNE || x->role == BERT_R_LN1 ||
+             x->role == BERT_R_LN2;
+    t->fill = !ln ? FILL_RANDOM : x->bias ? FILL_ZERO : FILL_ONE;
     return 0;
 }
 
-/* Linear layer: weight [out, in] and bias [out]. */
-static int add_linear(tensor_list *l, const char *prefix, size_t out,
-                      size_t in)
-{
-    return add(l, FILL_RANDOM, out, in, "%s.weight", prefix) ||
-           add(l, FILL_RANDOM, out, 0, "%s.bias", prefix);
-}
-
-static int add_ln(tensor_list *l, const char *prefix, size_t h)
-{
-    return add(l, FILL_ONE, h, 0, "%s.weight", prefix) ||
-           add(l, FILL_ZERO, h, 0, "%s.bias", prefix);
-}
-
+/* A sequence classifier: BertForSequenceClassification (pooler) or
+ * DistilBertForSequenceClassification (pre_classifier). */
 static int build_list(const bench_shape *sh, tensor_list *l)
 {
     size_t H = (size_t)sh->hidden, I = (size_t)sh->inter;
-    char p[128];
-    const char *root = sh->distil ? "distilbert" : "bert";
-    if (add(l, FILL_RANDOM, VOCAB, H, "%s.embeddings.word_embeddings.weight",
-            root) ||
-        add(l, FILL_RANDOM, MAX_POS, H,
-            "%s.embeddings.position_embeddings.weight", root))
-        return -1;
-    if (!sh->distil &&
-        add(l, FILL_RANDOM, TYPES, H,
-            "%s.embeddings.token_type_embeddings.weight", root))
-        return -1;
-    snprintf(p, sizeof p, "%s.embeddings.LayerNorm", root);
-    if (add_ln(l, p, H))
-        return -1;
-    for (int i = 0; i < sh->layers; i++) {
-        int rc = 0;
-        if (sh->distil) {
-            static const char *lin[] = {"q_lin", "k_lin", "v_lin", "out_lin"};
-            for (int j = 0; j < 4 && !rc; j++) {
-                snprintf(p, sizeof p, "distilbert.transformer.layer.%d.attention.%s",
-                         i, lin[j]);
-                rc = add_linear(l, p, H, H);
-            }
-            snprintf(p, sizeof p, "distilbert.transformer.layer.%d.sa_layer_norm", i);
-            rc = rc || add_ln(l, p, H);
-            snprintf(p, sizeof p, "distilbert.transformer.layer.%d.ffn.lin1", i);
-            rc = rc || add_linear(l, p, I, H);
-            snprintf(p, sizeof p, "distilbert.transformer.layer.%d.ffn.lin2", i);
-            rc = rc || add_linear(l, p, H, I);
-            snprintf(p, sizeof p, "distilbert.transformer.layer.%d.output_layer_norm", i);
-            rc = rc || add_ln(l, p, H);
-        } else {
-            static const char *qkv[] = {"query", "key", "value"};
-            for (int j = 0; j < 3 && !rc; j++) {
-                snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.self.%s",
-                         i, qkv[j]);
-                rc = add_linear(l, p, H, H);
-            }
-            snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.output.dense", i);
-            rc = rc || add_linear(l, p, H, H);
-            snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.output.LayerNorm", i);
-            rc = rc || add_ln(l, p, H);
-            snprintf(p, sizeof p, "bert.encoder.layer.%d.intermediate.dense", i);
-            rc = rc || add_linear(l, p, I, H);
-            snprintf(p, sizeof p, "bert.encoder.layer.%d.output.dense", i);
-            rc = rc || add_linear(l, p, H, I);
-            snprintf(p, sizeof p, "bert.encoder.layer.%d.output.LayerNorm", i);
-            rc = rc || add_ln(l, p, H);
-        }
-        if (rc)
-            return -1;
-    }
-    if (sh->distil) {
-        if (add_linear(l, "pre_classifier", H, H))
-            return -1;
-    } else if (add_linear(l, "bert.pooler.dense", H, H)) {
-        return -1;
-    }
-    return add_linear(l, "classifier", LABELS, H);
+    bert_arch_shape shape = {VOCAB, MAX_POS, sh->distil ? 0 : TYPES,
+                             H, H, I, (size_t)sh->layers, LABELS,
+                             !sh->distil, sh->distil, 0};
+    return bert__arch_tensors(
+        bert__arch_of(sh->distil ? BERT_FAMILY_DISTILBERT : BERT_FAMILY_BERT),
+        &shape, add, l);
 }
 
 /* ---- writing -------------------------------------------------------------- */
