@@ -475,6 +475,18 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
     return BERT_OK;
 }
 
+/* initializer_range and qa_dropout: only the trainer uses them, so a
+ * strange value falls back to the default instead of refusing the model. */
+static void training_keys(const json_t *root, bert_cfg *cfg)
+{
+    const json_t *v = json_object_get(root, "initializer_range");
+    double r = v && json_is_number(v) ? json_number_value(v) : 0.02;
+    v = json_object_get(root, "qa_dropout");
+    double qa = v && json_is_number(v) ? json_number_value(v) : 0.1;
+    cfg->init_range = (float)(r > 0 && r < 10 ? r : 0.02);
+    cfg->qa_dropout = (float)(qa >= 0 && qa < 1 ? qa : 0.1);
+}
+
 int bert__config_parse(const char *json, size_t len, const char *label,
                        bert_cfg *cfg, bert_error *err)
 {
@@ -488,6 +500,8 @@ int bert__config_parse(const char *json, size_t len, const char *label,
                          "%s: invalid JSON at line %d column %d: %s", label,
                          jerr.line, jerr.column, jerr.text);
     int rc = parse_root(root, cfg, label, err);
+    if (rc == BERT_OK)
+        training_keys(root, cfg);
     json_decref(root);
     if (rc != BERT_OK)
         bert__config_free(cfg);
@@ -533,4 +547,94 @@ void bert__config_free(bert_cfg *cfg)
         free(cfg->labels);
     }
     memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* A float as the shortest decimal that reads back as that float (so 0.1f
+ * is written 0.1, as transformers writes its Python floats). */
+static json_t *jreal(float f)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)f);
+    return json_real(strtod(buf, NULL));
+}
+
+#define SET(k, v) json_object_set_new(o, k, v)
+#define INT(v) json_integer((json_int_t)(v))
+
+int bert__config_write(const bert_cfg *cfg, const char *architecture,
+                       const char *path, bert_error *err)
+{
+    const bert_config *c = &cfg->pub;
+    json_t *o = json_object(), *ar = json_array();
+    if (!o || !ar) {
+        json_decref(o);
+        json_decref(ar);
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    }
+    const char *act = bert__act_name(c->act);
+    json_array_append_new(ar, json_string(architecture));
+    SET("architectures", ar);
+    SET("initializer_range", jreal(cfg->init_range));
+    SET("max_position_embeddings", INT(c->max_position));
+    SET("model_type", json_string(cfg->model_type));
+    SET("pad_token_id", INT(cfg->pad_token_id >= 0 ? cfg->pad_token_id : 0));
+    SET("torch_dtype", json_string("float32"));
+    SET("transformers_version", json_string("4.46.3"));
+    SET("vocab_size", INT(c->vocab_size));
+    if (c->is_distilbert) {
+        /* DistilBertConfig's own names; LayerNorm eps is fixed (1e-12) */
+        SET("activation", json_string(act));
+        SET("attention_dropout", jreal(c->attention_dropout));
+        SET("dim", INT(c->hidden));
+        SET("dropout", jreal(c->hidden_dropout));
+        SET("hidden_dim", INT(c->intermediate));
+        SET("n_heads", INT(c->heads));
+        SET("n_layers", INT(c->layers));
+        SET("qa_dropout", jreal(cfg->qa_dropout));
+        SET("seq_classif_dropout", jreal(c->classifier_dropout));
+        SET("sinusoidal_pos_embds", json_boolean(cfg->sinusoidal_pos));
+    } else {
+        SET("attention_probs_dropout_prob", jreal(c->attention_dropout));
+        SET("classifier_dropout", json_null());
+        SET("hidden_act", json_string(act));
+        SET("hidden_dropout_prob", jreal(c->hidden_dropout));
+        SET("hidden_size", INT(c->hidden));
+        if (c->family == BERT_FAMILY_ELECTRA)
+            SET("embedding_size", INT(c->embedding_size));
+        SET("intermediate_size", INT(c->intermediate));
+        SET("layer_norm_eps", jreal(c->layer_norm_eps));
+        SET("num_attention_heads", INT(c->heads));
+        SET("num_hidden_layers", INT(c->layers));
+        SET("position_embedding_type", json_string("absolute"));
+        SET("type_vocab_size", INT(c->type_vocab));
+        SET("use_cache", json_true());
+    }
+    if (c->task != BERT_TASK_BASE) {
+        json_t *i2l = json_object(), *l2i = json_object();
+        for (size_t i = 0; i < c->num_labels; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "%zu", i);
+            json_object_set_new(i2l, k, json_string(cfg->labels[i]));
+            json_object_set_new(l2i, cfg->labels[i], INT(i));
+        }
+        SET("id2label", i2l);
+        SET("label2id", l2i);
+        SET("num_labels", INT(c->num_labels));
+        if (c->task == BERT_TASK_SEQUENCE)
+            SET("problem_type", json_string("single_label_classification"));
+    }
+    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS |
+                                         JSON_REAL_PRECISION(9));
+    json_decref(o);
+    if (rc)
+        return bert__err(err, BERT_EIO, "%s: cannot write: %s", path,
+                         strerror(errno));
+    /* json_dump_file writes no final newline: add one as transformers does */
+    FILE *f = fopen(path, "a");
+    if (!f || fputc('\n', f) == EOF || fclose(f) != 0)
+        return bert__err(err, BERT_EIO, "%s: cannot write: %s", path,
+                         strerror(errno));
+    return BERT_OK;
 }

@@ -56,6 +56,10 @@ typedef struct bert_cfg {
     int pad_token_id;         /* -1 when absent */
     int sinusoidal_pos;       /* DistilBERT sinusoidal_pos_embds (weights are
                                  still stored, so it changes nothing here) */
+    /* Read for training and written back, never an error: a value that is
+     * not a number in range gives the default. */
+    float init_range;         /* initializer_range (0.02), fresh weights */
+    float qa_dropout;         /* DistilBERT qa_dropout (0.1) */
 } bert_cfg;
 
 /* Parses `len` bytes of JSON at `json`.  `label` (e.g. the file path)
@@ -71,6 +75,14 @@ int bert__config_parse(const char *json, size_t len, const char *label,
 /* Reads and parses the file `path` (at most 16 MB).  Missing file:
  * BERT_EMISSING. */
 int bert__config_load(const char *path, bert_cfg *cfg, bert_error *err);
+
+/* Writes cfg as a config.json that transformers loads (keys sorted, its
+ * spelling of each family's keys) with architectures = [architecture]
+ * (e.g. "BertForMaskedLM", which cfg's task cannot tell from BertModel);
+ * id2label/label2id/num_labels unless cfg->pub.task is BERT_TASK_BASE.
+ * BERT_OK, BERT_ENOMEM or BERT_EIO (naming path). */
+int bert__config_write(const bert_cfg *cfg, const char *architecture,
+                       const char *path, bert_error *err);
 
 /* Frees the labels; zeroes *cfg.  NULL is a no-op. */
 void bert__config_free(bert_cfg *cfg);

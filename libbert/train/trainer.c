@@ -246,30 +246,6 @@ static int load_slice(void *vctx, const char *name, float *p, size_t rows,
 
 /* ---- create / free ----------------------------------------------------- */
 
-/* Keys of config.json that bert_cfg does not keep: initializer_range (for
- * fresh weights) and DistilBERT's qa_dropout (written back on save). */
-static void read_extra_keys(const char *path, bert_trainer *t)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    double r = 0.02, qa = 0.1;
-    if (root) {
-        json_t *v = json_object_get(root, "initializer_range");
-        if (v && json_is_number(v))
-            r = json_number_value(v);
-        v = json_object_get(root, "qa_dropout");
-        if (v && json_is_number(v))
-            qa = json_number_value(v);
-        json_decref(root);
-    }
-    if (!(r > 0 && r < 10))
-        r = 0.02;
-    if (!(qa >= 0 && qa < 1))
-        qa = 0.1;
-    t->init_range = (float)r;
-    t->qa_dropout = (float)qa;
-}
-
 int bert_trainer_create(const char *init_dir, const char *config_json,
                         const bert_train_params *params, bert_trainer **out,
                         bert_error *err)
@@ -322,8 +298,9 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         free(t);
         return rc;
     }
-    read_extra_keys(path, t);
     const bert_config *c = &t->cfg.pub;
+    t->init_range = t->cfg.init_range;
+    t->qa_dropout = t->cfg.qa_dropout;
     t->arch = bert__arch_of(c->family);
     t->E = c->embedding_size ? c->embedding_size : c->hidden;
     t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
@@ -927,100 +904,14 @@ static int cmp_wt(const void *a, const void *b)
                   ((const bert_st_wtensor *)b)->name);
 }
 
-static json_t *jreal(float f)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.7g", (double)f);
-    return json_real(strtod(buf, NULL));
-}
-
-static int write_config(const bert_trainer *t, const char *path,
-                        bert_error *err)
-{
-    const bert_config *c = &t->cfg.pub;
-    json_t *o = json_object();
-    if (!o)
-        return bert__err(err, BERT_ENOMEM, "out of memory");
-    const char *arch = t->arch->arch[t->task - BERT_TRAIN_SEQUENCE];
-    const char *act = t->act == BERT_T_ACT_GELU   ? "gelu"
-                      : t->act == BERT_T_ACT_RELU ? "relu"
-                                                  : "gelu_new";
-    json_t *ar = json_array();
-    json_array_append_new(ar, json_string(arch));
-    json_object_set_new(o, "architectures", ar);
-    json_object_set_new(o, "initializer_range", jreal(t->init_range));
-    json_object_set_new(o, "max_position_embeddings", json_integer((json_int_t)t->P));
-    json_object_set_new(o, "model_type", json_string(t->arch->model_type));
-    json_object_set_new(o, "pad_token_id", json_integer(t->cfg.pad_token_id >= 0 ? t->cfg.pad_token_id : 0));
-    json_object_set_new(o, "torch_dtype", json_string("float32"));
-    json_object_set_new(o, "transformers_version", json_string("4.46.3"));
-    json_object_set_new(o, "vocab_size", json_integer((json_int_t)t->V));
-    if (c->is_distilbert) {
-        /* DistilBertConfig's own names; LayerNorm eps is fixed (1e-12) */
-        json_object_set_new(o, "activation", json_string(act));
-        json_object_set_new(o, "attention_dropout", jreal(c->attention_dropout));
-        json_object_set_new(o, "dim", json_integer((json_int_t)t->H));
-        json_object_set_new(o, "dropout", jreal(c->hidden_dropout));
-        json_object_set_new(o, "hidden_dim", json_integer((json_int_t)t->I));
-        json_object_set_new(o, "n_heads", json_integer((json_int_t)t->NH));
-        json_object_set_new(o, "n_layers", json_integer((json_int_t)t->L));
-        json_object_set_new(o, "qa_dropout", jreal(t->qa_dropout));
-        json_object_set_new(o, "seq_classif_dropout", jreal(c->classifier_dropout));
-        json_object_set_new(o, "sinusoidal_pos_embds",
-                            json_boolean(t->cfg.sinusoidal_pos));
-    } else {
-        json_object_set_new(o, "attention_probs_dropout_prob", jreal(c->attention_dropout));
-        json_object_set_new(o, "classifier_dropout", json_null());
-        json_object_set_new(o, "hidden_act", json_string(act));
-        json_object_set_new(o, "hidden_dropout_prob", jreal(c->hidden_dropout));
-        json_object_set_new(o, "hidden_size", json_integer((json_int_t)t->H));
-        if (t->arch == bert__arch_of(BERT_FAMILY_ELECTRA))
-            json_object_set_new(o, "embedding_size", json_integer((json_int_t)t->E));
-        json_object_set_new(o, "intermediate_size", json_integer((json_int_t)t->I));
-        json_object_set_new(o, "layer_norm_eps", jreal(c->layer_norm_eps));
-        json_object_set_new(o, "num_attention_heads", json_integer((json_int_t)t->NH));
-        json_object_set_new(o, "num_hidden_layers", json_integer((json_int_t)t->L));
-        json_object_set_new(o, "position_embedding_type", json_string("absolute"));
-        json_object_set_new(o, "type_vocab_size", json_integer((json_int_t)t->TV));
-        json_object_set_new(o, "use_cache", json_true());
-    }
-    if (t->task != BERT_TRAIN_MLM) {
-        json_t *i2l = json_object(), *l2i = json_object();
-        for (size_t i = 0; i < t->C; i++) {
-            char k[32];
-            snprintf(k, sizeof k, "%zu", i);
-            json_object_set_new(i2l, k, json_string(t->cfg.labels[i]));
-            json_object_set_new(l2i, t->cfg.labels[i], json_integer((json_int_t)i));
-        }
-        json_object_set_new(o, "id2label", i2l);
-        json_object_set_new(o, "label2id", l2i);
-        json_object_set_new(o, "num_labels", json_integer((json_int_t)t->C));
-        if (t->task == BERT_TRAIN_SEQUENCE)
-            json_object_set_new(o, "problem_type",
-                                json_string("single_label_classification"));
-    }
-    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS |
-                                         JSON_REAL_PRECISION(9));
-    json_decref(o);
-    if (rc)
-        return bert__err(err, BERT_EIO, "%s: cannot write: %s", path,
-                         strerror(errno));
-    /* json_dump_file writes no final newline: add one as transformers does */
-    FILE *f = fopen(path, "a");
-    if (f) {
-        fputc('\n', f);
-        fclose(f);
-    }
-    return BERT_OK;
-}
-
 int bert_trainer_save(const bert_trainer *t, const char *dir, bert_error *err)
 {
     if (!t || !dir)
         return bert__err(err, BERT_EINVAL, "bert_trainer_save: NULL argument");
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    int rc = write_config(t, path, err);
+    int rc = bert__config_write(
+        &t->cfg, t->arch->arch[t->task - BERT_TRAIN_SEQUENCE], path, err);
     if (rc)
         return rc;
     size_t n = 0;
