@@ -577,13 +577,13 @@ static void check_row(reader *rd, row *r)
     size_t tlen = r->flen[rd->col];
     const char *pair = rd->pcol >= 0 ? r->buf + r->foff[rd->pcol] : NULL;
     size_t plen = rd->pcol >= 0 ? r->flen[rd->pcol] : 0;
-    size_t v = app_utf8_valid(text, tlen);
+    size_t v = bert_utf8_valid(text, tlen);
     if (v != tlen) {
         row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
                  col_name(rd, rd->col, cn, sizeof cn), v);
         return;
     }
-    if (pair && (v = app_utf8_valid(pair, plen)) != plen) {
+    if (pair && (v = bert_utf8_valid(pair, plen)) != plen) {
         row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
                  col_name(rd, rd->pcol, cn, sizeof cn), v);
         return;

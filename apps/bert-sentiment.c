@@ -32,8 +32,8 @@ static int classify(void *arg, const char *text, size_t len,
     const char *msg = NULL;
     char buf[600];
     int rc = BERT_EUTF8;
-    size_t v = text ? app_utf8_valid(text, len) : 0;
-    size_t pv = pair ? app_utf8_valid(pair, plen) : 0;
+    size_t v = text ? bert_utf8_valid(text, len) : 0;
+    size_t pv = pair ? bert_utf8_valid(pair, plen) : 0;
     if (!text) { /* a bad JSON Lines record: pair holds the reason */
         snprintf(buf, sizeof buf, "%.*s", (int)plen, pair);
         msg = buf;

@@ -25,9 +25,6 @@ const char *app_default_model(const char *name, char *buf, size_t cap);
  * bytes become U+FFFD, control characters are escaped. */
 void app_json_string(FILE *f, const char *s, size_t n);
 
-/* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). */
-size_t app_utf8_valid(const char *s, size_t n);
-
 /* The value of --threads: a number from 1 to 1024 (else prints
  * "PROG: --threads needs a number from 1 to 1024, not 'S'" and returns -1:
  * a usage error).  A count above the CPUs this process may run on

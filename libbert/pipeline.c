@@ -340,33 +340,13 @@ void bert__batch_free(struct bert__batch *b)
     free(b);
 }
 
-/* *p (of *cap elements of el bytes) holds at least need elements. */
-static int grow(void *pp, size_t *cap, size_t need, size_t el)
-{
-    void **p = (void **)pp;
-    if (need <= *cap)
-        return BERT_OK;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need)
-        nc *= 2;
-    size_t bytes;
-    if (bert__mul_size(nc, el, &bytes))
-        return BERT_ENOMEM;
-    void *q = realloc(*p, bytes);
-    if (!q)
-        return BERT_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return BERT_OK;
-}
-
 int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
                      const int32_t *tids, size_t n)
 {
-    if (grow(&b->ids, &b->tok_cap, b->ntok + n, sizeof *b->ids) ||
-        grow(&b->tids, &b->tids_cap, b->ntok + n, sizeof *b->tids))
+    if (bert__grow(&b->ids, &b->tok_cap, b->ntok + n, sizeof *b->ids) ||
+        bert__grow(&b->tids, &b->tids_cap, b->ntok + n, sizeof *b->tids))
         return BERT_ENOMEM;
-    if (grow(&b->seq, &b->seq_cap, b->nseq + 1, sizeof *b->seq))
+    if (bert__grow(&b->seq, &b->seq_cap, b->nseq + 1, sizeof *b->seq))
         return BERT_ENOMEM;
     memcpy(b->ids + b->ntok, ids, n * sizeof *ids);
     if (tids)
@@ -452,9 +432,9 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
         rows += token_rows ? b->seq[i].n : 1;
     }
     size_t B = bp->batch_size < nseq ? bp->batch_size : nseq;
-    if (grow(&b->ord, &b->ord_cap, 2 * nseq + 1, sizeof *b->ord) ||
-        grow(&b->in, &b->in_cap, B + 1, sizeof *b->in) ||
-        grow(&b->logits, &b->logits_cap, rows * C + 1, sizeof *b->logits))
+    if (bert__grow(&b->ord, &b->ord_cap, 2 * nseq + 1, sizeof *b->ord) ||
+        bert__grow(&b->in, &b->in_cap, B + 1, sizeof *b->in) ||
+        bert__grow(&b->logits, &b->logits_cap, rows * C + 1, sizeof *b->logits))
         return bert__err(err, BERT_ENOMEM, "out of memory");
     size_t *ord = b->ord, *tmp = b->ord + nseq;
     for (size_t i = 0; i < nseq; i++)
@@ -471,7 +451,7 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
          * input whatever the sort brought them together */
         qsort(run, nb, sizeof *run, cmp_size);
         size_t run_rows = token_rows ? bt : nb;
-        if (grow(&b->run, &b->run_cap, run_rows * C + 1, sizeof *b->run))
+        if (bert__grow(&b->run, &b->run_cap, run_rows * C + 1, sizeof *b->run))
             return bert__err(err, BERT_ENOMEM, "out of memory");
         for (size_t k = 0; k < nb; k++) {
             const bert__seq *q = &b->seq[run[k]];
@@ -627,7 +607,7 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
                               results)))
         return rc;
     float *acc;
-    if ((rc = grow(&b->run, &b->run_cap, C + 1, sizeof *b->run)))
+    if ((rc = bert__grow(&b->run, &b->run_cap, C + 1, sizeof *b->run)))
         return bert__err(err, rc, "out of memory");
     acc = b->run;
     for (size_t i = 0; i < n; i++) {

@@ -19,7 +19,6 @@
 #include "libbert/model.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,43 +91,10 @@ typedef struct tag_priv {
     size_t logits_cap;
 } tag_priv;
 
-/* Grows *p to hold at least `need` elements of size `el`. */
-static int grow(void *pp, size_t *cap, size_t need, size_t el)
-{
-    void **p = (void **)pp;
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need) {
-        if (nc > ((size_t)-1) / 2 / el)
-            return -1;
-        nc *= 2;
-    }
-    void *np = realloc(*p, nc * el);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
-static int set_err(bert_error *err, int status, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        err->status = status;
-        err->byte_offset = -1;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 /* Appends n bytes + NUL to the arena; returns the offset or (size_t)-1. */
 static size_t arena_put(tag_priv *P, const char *s, size_t n)
 {
-    if (grow(&P->arena, &P->acap, P->alen + n + 1, 1))
+    if (bert__grow(&P->arena, &P->acap, P->alen + n + 1, 1))
         return (size_t)-1;
     size_t off = P->alen;
     if (n)
@@ -140,7 +106,7 @@ static size_t arena_put(tag_priv *P, const char *s, size_t n)
 
 static int tmp_put(tag_priv *P, const char *s, size_t n)
 {
-    if (grow(&P->tmp, &P->tcap, P->tlen + n + 1, 1))
+    if (bert__grow(&P->tmp, &P->tcap, P->tlen + n + 1, 1))
         return -1;
     memcpy(P->tmp + P->tlen, s, n);
     P->tlen += n;
@@ -230,7 +196,7 @@ static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
     i = 0;
     /* worst case: every byte starts a match */
     size_t need = *len / fl * (tl > fl ? tl : fl) + *len + 1;
-    if (grow(scratch, scap, need, 1))
+    if (bert__grow(scratch, scap, need, 1))
         return -1;
     while (i < *len) {
         if (i + fl <= *len && memcmp(*buf + i, from, fl) == 0) {
@@ -338,8 +304,8 @@ static int decode_words_bytes(tag_priv *P, const size_t *word,
     for (size_t i = 0; i < n; i++)
         total += *(const size_t *)((const char *)wlen + i * stride_el);
     /* piece: the raw bytes; tmp: the decoded text (<= 3 bytes per byte) */
-    if (grow(&P->piece, &P->piece_cap, total + 1, 1) ||
-        grow(&P->tmp, &P->tcap, 3 * total + 1, 1))
+    if (bert__grow(&P->piece, &P->piece_cap, total + 1, 1) ||
+        bert__grow(&P->tmp, &P->tcap, 3 * total + 1, 1))
         return -1;
     size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
@@ -402,7 +368,7 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
     if (P->byte_level)
         return decode_words_bytes(P, word, wlen, n, stride_el, off, len);
     P->tlen = 0;
-    if (grow(&P->tmp, &P->tcap, 1, 1))
+    if (bert__grow(&P->tmp, &P->tcap, 1, 1))
         return -1;
     P->tmp[0] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -418,7 +384,7 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
                 space = 1;
             }
         }
-        if (grow(&P->piece, &P->piece_cap, wl + 2, 1))
+        if (bert__grow(&P->piece, &P->piece_cap, wl + 2, 1))
             return -1;
         if (space)
             P->piece[plen++] = ' ';
@@ -477,9 +443,9 @@ static void get_tag(const char *label, int *is_b, const char **tag)
 static int bad_params(const bert_tag_params *p, bert_error *err)
 {
     if (p->n_ignore && !p->ignore_labels)
-        return set_err(err, BERT_EINVAL,
-                       "ignore_labels is NULL but n_ignore is %zu",
-                       p->n_ignore);
+        return bert__err(err, BERT_EINVAL,
+                         "ignore_labels is NULL but n_ignore is %zu",
+                         p->n_ignore);
     return BERT_OK;
 }
 
@@ -555,7 +521,7 @@ static size_t aggregate_words(tag_priv *P, const bert_tag_tokens *in,
     for (size_t i = 1; i <= npre; i++) {
         if (i < npre && P->pre[i].is_subword)
             continue;
-        if (grow(out, cap, n + 1, sizeof(ent)))
+        if (bert__grow(out, cap, n + 1, sizeof(ent)))
             return (size_t)-1;
         if (aggregate_word(P, in, agg, a, i, &(*out)[n]))
             return (size_t)-1;
@@ -609,7 +575,7 @@ static size_t group_entities(tag_priv *P, const bert_tag_tokens *in,
             if (strcmp(tag, last_tag) == 0 && !bi)
                 continue;
         }
-        if (grow(&P->grp, &P->grp_cap, ng + 1, sizeof(ent)))
+        if (bert__grow(&P->grp, &P->grp_cap, ng + 1, sizeof(ent)))
             return (size_t)-1;
         if (group_sub(P, in, e, a, i, &P->grp[ng]))
             return (size_t)-1;
@@ -621,7 +587,7 @@ static size_t group_entities(tag_priv *P, const bert_tag_tokens *in,
 
 static int keep_entity(tag_priv *P, const ent *e)
 {
-    if (grow(&P->ents, &P->ents_cap, P->n_ents + 1, sizeof(ent)))
+    if (bert__grow(&P->ents, &P->ents_cap, P->n_ents + 1, sizeof(ent)))
         return -1;
     P->ents[P->n_ents++] = *e;
     return 0;
@@ -633,7 +599,7 @@ static int keep_words(tag_priv *P, const ent *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (P->n_words && w[i].start < P->words[P->n_words - 1].end)
             continue;
-        if (grow(&P->words, &P->words_cap, P->n_words + 1, sizeof(ent)))
+        if (bert__grow(&P->words, &P->words_cap, P->n_words + 1, sizeof(ent)))
             return -1;
         P->words[P->n_words++] = w[i];
     }
@@ -647,24 +613,24 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
     size_t n = in->n, C = in->n_labels;
     if (n && (!in->ids || !in->tokens || !in->offsets || !in->byte_offsets ||
               !in->special_mask || !in->logits))
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL array");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL array");
     if (C == 0 || !in->labels)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: no labels");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: no labels");
     for (size_t c = 0; c < C; c++)
         if (!in->labels[c])
-            return set_err(err, BERT_EINVAL,
-                           "bert_tag_aggregate: label %zu is NULL", c);
+            return bert__err(err, BERT_EINVAL,
+                             "bert_tag_aggregate: label %zu is NULL", c);
     if ((unsigned)p->aggregation > BERT_AGG_MAX)
-        return set_err(err, BERT_EINVAL,
-                       "bert_tag_aggregate: unknown aggregation %d",
-                       (int)p->aggregation);
+        return bert__err(err, BERT_EINVAL,
+                         "bert_tag_aggregate: unknown aggregation %d",
+                         (int)p->aggregation);
     if (n && !in->text && in->len)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL text");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL text");
 
     /* softmax as numpy: exp(x - max) / sum, in float32 */
-    if (grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
-        grow(&P->avg, &P->avg_cap, C, sizeof(float)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
+        bert__grow(&P->avg, &P->avg_cap, C, sizeof(float)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t t = 0; t < n; t++) {
         const float *x = in->logits + t * C;
         float *y = P->probs + t * C;
@@ -686,19 +652,19 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
 
     /* gather_pre_entities */
     size_t npre = 0;
-    if (grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t t = 0; t < n; t++) {
         if (in->special_mask[t])
             continue;
         int64_t s = in->offsets[2 * t], e = in->offsets[2 * t + 1];
         int64_t bs = in->byte_offsets[2 * t], be = in->byte_offsets[2 * t + 1];
         if (s < 0 || e < s || bs < 0 || be < bs || (uint64_t)be > in->len)
-            return set_err(err, BERT_EINVAL,
-                           "bert_tag_aggregate: token %zu has offsets "
-                           "[%lld,%lld) bytes [%lld,%lld) outside the text",
-                           t, (long long)s, (long long)e, (long long)bs,
-                           (long long)be);
+            return bert__err(err, BERT_EINVAL,
+                             "bert_tag_aggregate: token %zu has offsets "
+                             "[%lld,%lld) bytes [%lld,%lld) outside the text",
+                             t, (long long)s, (long long)e, (long long)bs,
+                             (long long)be);
         const char *tok = in->tokens[t] ? in->tokens[t] : "";
         size_t toklen = strlen(tok);
         const char *ref = in->text + bs;
@@ -725,7 +691,7 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
             pe->word_len = toklen;
         }
         if (o == (size_t)-1)
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         pe->word = o;
         pe->scores = P->probs + t * C;
         pe->start = s;
@@ -739,8 +705,8 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
     size_t ntok;
     bert_aggregation agg = p->aggregation;
     if (agg == BERT_AGG_NONE || agg == BERT_AGG_SIMPLE) {
-        if (grow(&P->tok, &P->tok_cap, npre + 1, sizeof(ent)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+        if (bert__grow(&P->tok, &P->tok_cap, npre + 1, sizeof(ent)))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         for (size_t i = 0; i < npre; i++) {
             const pre_entity *pe = &P->pre[i];
             ent *e = &P->tok[i];
@@ -757,34 +723,34 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
             e->name = arena_put(P, in->labels[idx], strlen(in->labels[idx]));
             e->name_len = strlen(in->labels[idx]);
             if (e->name == (size_t)-1)
-                return set_err(err, BERT_ENOMEM, "out of memory");
+                return bert__err(err, BERT_ENOMEM, "out of memory");
         }
         ntok = npre;
         /* words for CoNLL output: FIRST */
         size_t nw = aggregate_words(P, in, BERT_AGG_FIRST, npre, &P->wfirst,
                                     &P->wfirst_cap);
         if (nw == (size_t)-1 || keep_words(P, P->wfirst, nw))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     } else {
         ntok = aggregate_words(P, in, agg, npre, &P->tok, &P->tok_cap);
         if (ntok == (size_t)-1 || keep_words(P, P->tok, ntok))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     }
 
     if (agg == BERT_AGG_NONE) {
         for (size_t i = 0; i < ntok; i++)
             if (!is_ignored(p, in->labels[P->tok[i].label]) &&
                 keep_entity(P, &P->tok[i]))
-                return set_err(err, BERT_ENOMEM, "out of memory");
+                return bert__err(err, BERT_ENOMEM, "out of memory");
         return BERT_OK;
     }
     size_t ng = group_entities(P, in, P->tok, ntok);
     if (ng == (size_t)-1)
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t i = 0; i < ng; i++)
         if (!is_ignored(p, P->arena + P->grp[i].name) &&
             keep_entity(P, &P->grp[i]))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     return BERT_OK;
 }
 
@@ -818,7 +784,7 @@ static int merge_overlapping(tag_priv *P)
         }
         P->ents[j] = x;
     }
-    if (grow(&P->merged, &P->merged_cap, n + 1, sizeof(ent)))
+    if (bert__grow(&P->merged, &P->merged_cap, n + 1, sizeof(ent)))
         return -1;
     size_t m = 0;
     ent prev = P->ents[0];
@@ -843,9 +809,11 @@ static int merge_overlapping(tag_priv *P)
 static int publish(bert_tag_result *r, bert_error *err)
 {
     tag_priv *P = r->priv_;
-    if (grow(&P->pub, &P->pub_cap, P->n_ents + 1, sizeof(bert_entity)) ||
-        grow(&P->pubw, &P->pubw_cap, P->n_words + 1, sizeof(bert_tag_word)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->pub, &P->pub_cap, P->n_ents + 1,
+                   sizeof(bert_entity)) ||
+        bert__grow(&P->pubw, &P->pubw_cap, P->n_words + 1,
+                   sizeof(bert_tag_word)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t i = 0; i < P->n_ents; i++) {
         const ent *e = &P->ents[i];
         bert_entity *o = &P->pub[i];
@@ -881,10 +849,10 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
 {
     bert_tag_params def;
     if (!out || !out->priv_)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
     reset(out);
     if (!in)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
     if (BERT__PARAMS(def, params, bert_tag_default_params, err))
         return BERT_EINVAL;
     const bert_tag_params *p = &def;
@@ -912,32 +880,32 @@ static int tag_prepare(const bert_model *m, const char *text, size_t len,
     const bert_config *cfg = bert_model_config(m);
     const bert_tokenizer *tok = bert_model_tokenizer(m);
     if (!cfg || cfg->task != BERT_TASK_TOKEN)
-        return set_err(err, BERT_EINVAL,
-                       "the model is not a token-classification model");
+        return bert__err(err, BERT_EINVAL,
+                         "the model is not a token-classification model");
     if (!tok)
-        return set_err(err, BERT_EINVAL, "the model has no tokenizer");
+        return bert__err(err, BERT_EINVAL, "the model has no tokenizer");
     size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
     if (C == 0 || maxlen < 3)
-        return set_err(err, BERT_EINVAL, "the model has %zu labels and a "
-                       "maximum length of %zu", C, maxlen);
+        return bert__err(err, BERT_EINVAL, "the model has %zu labels and a "
+                         "maximum length of %zu", C, maxlen);
     if (p->stride >= 0) {
         if (p->aggregation == BERT_AGG_NONE)
-            return set_err(err, BERT_EINVAL, "a stride needs an aggregation "
-                           "other than none (as in transformers)");
+            return bert__err(err, BERT_EINVAL, "a stride needs an aggregation "
+                             "other than none (as in transformers)");
         if ((size_t)p->stride >= maxlen - 2)
-            return set_err(err, BERT_EINVAL, "stride %ld must be less than "
-                           "the maximum length minus the 2 special tokens "
-                           "(%zu)", p->stride, maxlen - 2);
+            return bert__err(err, BERT_EINVAL, "stride %ld must be less than "
+                             "the maximum length minus the 2 special tokens "
+                             "(%zu)", p->stride, maxlen - 2);
     }
-    if (grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t c = 0; c < C; c++) {
         P->labels[c] = bert_model_label(m, (int)c);
         if (!P->labels[c])
             P->labels[c] = "";
     }
     if (!P->enc && !(P->enc = bert_encoding_create()))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
 
     /* tokens of the text without special tokens; truncated unless strided */
     bert_encode_params ep = bert_encode_default_params();
@@ -949,23 +917,24 @@ static int tag_prepare(const bert_model *m, const char *text, size_t len,
         return rc;
     if (bert_tokenizer_special(tok, BERT_TOKEN_CLS) < 0 ||
         bert_tokenizer_special(tok, BERT_TOKEN_SEP) < 0)
-        return set_err(err, BERT_EINVAL, "the vocabulary lacks [CLS] or [SEP]");
+        return bert__err(err, BERT_EINVAL,
+                         "the vocabulary lacks [CLS] or [SEP]");
 
     /* windows as tokenizers' overflowing encodings: step W - stride */
     size_t total = P->enc->n, W = maxlen - 2, nw = 0;
     if (total <= W || p->stride < 0) {
-        if (grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
-            grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+        if (bert__grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
+            bert__grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         P->wstart[0] = 0;
         P->wlen[0] = total < W ? total : W;
         nw = 1;
     } else {
         size_t step = W - (size_t)p->stride;
         size_t need = (total + step - 1) / step + 1;
-        if (grow(&P->wstart, &P->wstart_cap, need, sizeof(size_t)) ||
-            grow(&P->wlen, &P->wlen_cap, need, sizeof(size_t)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+        if (bert__grow(&P->wstart, &P->wstart_cap, need, sizeof(size_t)) ||
+            bert__grow(&P->wlen, &P->wlen_cap, need, sizeof(size_t)))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         for (size_t st = 0; st < total; st += step) {
             size_t stop = st + W < total ? st + W : total;
             P->wstart[nw] = st;
@@ -992,14 +961,14 @@ static int tag_fill(const bert_model *m, tag_priv *P, size_t g0, size_t g1,
     int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
     for (size_t w = g0; w < g1; w++)
         ntok += P->wlen[w] + 2;
-    if (grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
-        grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
-        grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
-        grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
-        grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
-        grow(&P->inputs, &P->inputs_cap, g1 - g0, sizeof(bert_input)) ||
-        grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
+        bert__grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
+        bert__grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
+        bert__grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
+        bert__grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
+        bert__grow(&P->inputs, &P->inputs_cap, g1 - g0, sizeof(bert_input)) ||
+        bert__grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     size_t k = 0;
     for (size_t w = g0; w < g1; w++) {
         size_t base = k;
@@ -1059,7 +1028,7 @@ static int tag_finish(bert_tag_result *out, size_t nwin, bert_error *err)
 {
     tag_priv *P = out->priv_;
     if (nwin > 1 && merge_overlapping(P))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     out->n_windows = nwin;
     return publish(out, err);
 }
@@ -1071,12 +1040,12 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
     bert_tag_params def;
     const bert_tag_params *p = &def;
     if (!out || !out->priv_)
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
+        return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL result");
     reset(out);
     if (BERT__PARAMS(def, params, bert_tag_default_params, err))
         return BERT_EINVAL;
     if (!m || !s || (!text && len))
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+        return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
     if (bad_params(p, err))
         return BERT_EINVAL;
     tag_priv *P = out->priv_;
@@ -1090,7 +1059,7 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
             break;
         bert_outputs bo = {P->logits, NULL, NULL};
         if ((rc = bert_session_run(s, P->inputs, g1 - g0, &bo))) {
-            set_err(err, rc, "%s", bert_session_errmsg(s));
+            bert__err(err, rc, "%s", bert_session_errmsg(s));
             break;
         }
         rc = tag_post(m, P, text, len, p, g0, g1, err);
@@ -1107,7 +1076,7 @@ static void tag_fail(void *data, const bert__seq *q, const char *msg)
 {
     bert_error *e = (bert_error *)data + q->item;
     if (e->status == BERT_OK)
-        set_err(e, q->status, "%s", msg[0] ? msg : bert_strerror(q->status));
+        bert__err(e, q->status, "%s", msg[0] ? msg : bert_strerror(q->status));
 }
 
 int bert_tag_batch(bert_session *s, const char *const *texts,
@@ -1119,7 +1088,7 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     bert_tag_params def;
     const bert_tag_params *p = &def;
     if (!s)
-        return set_err(err, BERT_EINVAL, "session is NULL");
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     if (BERT__PARAMS(def, params, bert_tag_default_params, err) ||
         bert__params_nested(p->batch.size, sizeof p->batch,
                             "bert_tag_params.batch", err))
@@ -1128,32 +1097,32 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     if (n == 0)
         return BERT_OK;
     if (!texts || !results || !errors)
-        return set_err(err, BERT_EINVAL, "%s is NULL",
-                       !texts ? "texts" : !results ? "results" : "errors");
+        return bert__err(err, BERT_EINVAL, "%s is NULL",
+                         !texts ? "texts" : !results ? "results" : "errors");
     if (bad_params(p, err))
         return BERT_EINVAL;
     if (p->batch.batch_size < 1)
-        return set_err(err, BERT_EINVAL, "batch_size is 0");
+        return bert__err(err, BERT_EINVAL, "batch_size is 0");
     const bert_config *cfg = bert_model_config(m);
     if (cfg->task != BERT_TASK_TOKEN)
-        return set_err(err, BERT_EINVAL,
-                       "the model is not a token-classification model");
+        return bert__err(err, BERT_EINVAL,
+                         "the model is not a token-classification model");
     size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
     if (p->stride >= 0 &&
         (p->aggregation == BERT_AGG_NONE || maxlen < 3 ||
          (size_t)p->stride >= maxlen - 2))
-        return set_err(err, BERT_EINVAL, "stride %ld needs an aggregation "
-                       "other than none and must be less than the maximum "
-                       "length minus the 2 special tokens (%zu)",
-                       p->stride, maxlen < 2 ? 0 : maxlen - 2);
+        return bert__err(err, BERT_EINVAL, "stride %ld needs an aggregation "
+                         "other than none and must be less than the maximum "
+                         "length minus the 2 special tokens (%zu)",
+                         p->stride, maxlen < 2 ? 0 : maxlen - 2);
     for (size_t i = 0; i < n; i++)
         if (!results[i] || !results[i]->priv_)
-            return set_err(err, BERT_EINVAL, "result %zu is NULL", i);
+            return bert__err(err, BERT_EINVAL, "result %zu is NULL", i);
     struct bert__batch *b = bert__batch_begin(s);
     size_t *first = malloc(2 * n * sizeof *first), *nwin = first + n;
     if (!b || !first) {
         free(first);
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     }
     int rc = BERT_OK;
     /* every window of every text, laid out in its result's buffers */
@@ -1168,7 +1137,7 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
         size_t len = lens ? lens[i] : texts[i] ? strlen(texts[i]) : 0;
         int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i],
                                         &nwin[i], e)
-                          : set_err(e, BERT_EINVAL, "text %zu is NULL", i);
+                          : bert__err(e, BERT_EINVAL, "text %zu is NULL", i);
         if (r1 == BERT_OK)
             r1 = tag_fill(m, P, 0, nwin[i], e);
         if (r1 != BERT_OK) {
@@ -1179,11 +1148,11 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
         for (size_t w = 0; w < nwin[i] && rc == BERT_OK; w++)
             if (bert__batch_add(b, i, P->inputs[w].ids, NULL,
                                 P->inputs[w].n))
-                rc = set_err(err, BERT_ENOMEM, "out of memory");
+                rc = bert__err(err, BERT_ENOMEM, "out of memory");
         if (rc == BERT_OK && p->batch.progress &&
             p->batch.progress(0, 0, p->batch.progress_data))
-            rc = set_err(err, BERT_ECANCELED, "canceled after tokenizing "
-                         "%zu of %zu texts", i + 1, n);
+            rc = bert__err(err, BERT_ECANCELED, "canceled after tokenizing "
+                           "%zu of %zu texts", i + 1, n);
     }
     if (rc == BERT_OK)
         rc = bert__batch_run(s, b, &p->batch, 1, C, err, tag_fail, errors);
