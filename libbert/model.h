@@ -1,7 +1,7 @@
 /*
  * libbert/model.h - private structures of a loaded model and a session, and
  * the internal entry points shared by model.c, weights.c, session.c,
- * encoder.c, heads.c and pipeline.c.
+ * encoder.c, heads.c, pipeline.c, windows.c and tagger.c.
  */
 #ifndef LIBBERT_MODEL_H
 #define LIBBERT_MODEL_H
@@ -120,11 +120,10 @@ struct bert_session {
     float *scores; /* (cap_seq, cap_seq) one head's attention matrix */
     /* Pipeline scratch (grown on demand, reused across calls). */
     bert_encoding *enc;
-    int32_t *win_ids, *win_types; /* window token buffers */
-    size_t win_cap;
-    float *win_logits;            /* per-window logits */
-    size_t win_logits_cap;
-    struct bert__batch *batch;    /* bert_classify_batch's scratch */
+    struct bert__windows *win;    /* a long text's windows (windows.h) */
+    float *acc;                   /* [C] a text's logits */
+    size_t acc_cap;
+    struct bert__batch *batch;    /* the batched calls' scratch */
     char errmsg[512];
 };
 

@@ -5,6 +5,7 @@
 
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
 
 bert_window_params bert_window_default_params(void)
 {
@@ -24,30 +25,6 @@ bert_classify_params bert_classify_default_params(void)
     p.function = BERT_FUNC_DEFAULT;
     p.batch = bert_batch_default_params();
     return p;
-}
-
-/* Grows the window scratch to hold n tokens and nl logits. */
-static int win_reserve(bert_session *s, size_t n, size_t nl)
-{
-    if (n > s->win_cap) {
-        int32_t *a = realloc(s->win_ids, n * sizeof *a);
-        if (!a)
-            return BERT_ENOMEM;
-        s->win_ids = a;
-        int32_t *b = realloc(s->win_types, n * sizeof *b);
-        if (!b)
-            return BERT_ENOMEM;
-        s->win_types = b;
-        s->win_cap = n;
-    }
-    if (nl > s->win_logits_cap) {
-        float *l = realloc(s->win_logits, nl * sizeof *l);
-        if (!l)
-            return BERT_ENOMEM;
-        s->win_logits = l;
-        s->win_logits_cap = nl;
-    }
-    return BERT_OK;
 }
 
 /* Resolves max_length and checks the stride.  Returns status. */
@@ -94,69 +71,17 @@ static int tokenize(bert_session *s, bert_encoding *enc, const char *text,
     return BERT_OK;
 }
 
-/* Window w of a whole single-text encoding of n tokens ([CLS] c... [SEP]):
- * content chunk [start, end) of the n - 2 content tokens. */
-static void window_span(size_t n, size_t W, size_t stride, size_t w,
-                        size_t *start, size_t *end)
+/* The session's window engine planned over enc, a whole single-text
+ * encoding ([CLS] content [SEP]) longer than maxlen; NULL when out of
+ * memory. */
+static struct bert__windows *plan(bert_session *s, const bert_encoding *enc,
+                                  size_t maxlen, size_t stride)
 {
-    size_t N = n - 2, step = W - stride;
-    *start = w * step;
-    *end = *start + W < N ? *start + W : N;
-}
-
-/* The window whose row content token i takes: the one where i is farthest
- * from the window's edges (ties: the earlier window). */
-static size_t best_window(size_t n, size_t W, size_t stride, size_t nw,
-                          size_t i)
-{
-    size_t step = W - stride;
-    size_t lo = i >= W ? (i - W) / step + 1 : 0, hi = i / step;
-    size_t best = lo, bestd = 0;
-    int found = 0;
-    if (hi > nw - 1)
-        hi = nw - 1;
-    for (size_t w = lo; w <= hi; w++) {
-        size_t a, b;
-        window_span(n, W, stride, w, &a, &b);
-        if (i < a || i >= b)
-            continue;
-        size_t d = i - a < b - 1 - i ? i - a : b - 1 - i;
-        if (!found || d > bestd) {
-            best = w;
-            bestd = d;
-            found = 1;
-        }
-    }
-    return best;
-}
-
-static size_t window_count(size_t n, size_t W, size_t stride)
-{
-    size_t N = n - 2;
-    if (N <= W)
-        return 1;
-    size_t step = W - stride;
-    return 1 + (N - W + step - 1) / step;
-}
-
-/* Runs window w into s->win_logits; returns status. */
-static int run_window(bert_session *s, const bert_encoding *enc, size_t W,
-                      size_t stride, size_t w, size_t *a, size_t *b,
-                      float *logits)
-{
-    window_span(enc->n, W, stride, w, a, b);
-    size_t k = 0;
-    s->win_ids[k] = enc->ids[0];
-    s->win_types[k++] = 0;
-    for (size_t i = *a; i < *b; i++) {
-        s->win_ids[k] = enc->ids[1 + i];
-        s->win_types[k++] = 0;
-    }
-    s->win_ids[k] = enc->ids[enc->n - 1];
-    s->win_types[k++] = 0;
-    bert_input in = {s->win_ids, s->win_types, k};
-    bert_outputs out = {logits, NULL, NULL};
-    return bert_session_run(s, &in, 1, &out);
+    if (!s->win && !(s->win = bert__windows_create()))
+        return NULL;
+    bert__windows_plan(s->win, enc->ids + 1, enc->n - 2, enc->ids[0],
+                       enc->ids[enc->n - 1], maxlen, stride);
+    return s->win;
 }
 
 static int ensure_enc(bert_session *s)
@@ -205,28 +130,25 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
         return bert__session_fail(s, BERT_EINVAL,
                                   "%zu tokens for max_length %zu", enc->n,
                                   maxlen);
-    size_t W = maxlen - 2, nw = 1;
-    if (whole && enc->n > maxlen)
-        nw = window_count(enc->n, W, p.window.stride);
-    if ((rc = win_reserve(s, maxlen, 2 * C)))
-        return bert__session_fail(s, rc, "out of memory");
-    float *acc = s->win_logits, *one = s->win_logits + C;
-    if (nw == 1 && enc->n <= maxlen) {
+    if (bert__grow(&s->acc, &s->acc_cap, C, sizeof *s->acc))
+        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+    float *acc = s->acc;
+    size_t nw = 1;
+    if (enc->n <= maxlen) {
         bert_input in = {enc->ids, enc->type_ids, enc->n};
         bert_outputs out = {acc, NULL, NULL};
         if ((rc = bert_session_run(s, &in, 1, &out)))
             return rc;
     } else {
-        memset(acc, 0, C * sizeof *acc);
-        for (size_t w = 0; w < nw; w++) {
-            size_t a, b;
-            if ((rc = run_window(s, enc, W, p.window.stride, w, &a, &b, one)))
-                return rc;
-            for (size_t i = 0; i < C; i++)
-                acc[i] += one[i];
-        }
-        for (size_t i = 0; i < C; i++)
-            acc[i] /= (float)nw;
+        /* one window per run: the mean of exactly what each window gives
+         * alone */
+        struct bert__windows *w = plan(s, enc, maxlen, p.window.stride);
+        if (!w)
+            return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+        if ((rc = bert__windows_run(s, w, 1, 1, NULL, NULL, &e)))
+            return bert__session_fail(s, rc, "%s", e.text);
+        nw = w->count;
+        bert__windows_mean(w->logits, nw, C, acc);
     }
     int best = 0;
     for (size_t i = 1; i < C; i++)
@@ -249,6 +171,22 @@ int bert_classify_text(bert_session *s, const char *text, size_t len,
 {
     return bert_classify_text_ex(s, text, len, pair, pair_len, NULL, NULL,
                                  scores, n_scores, label, NULL);
+}
+
+/* The text's rows being filled by bert_token_logits. */
+typedef struct token_out {
+    float *rows;
+    size_t C;
+} token_out;
+
+/* bert__windows_fn of bert_token_logits: the rows each window owns. */
+static int token_rows(void *data, const struct bert__windows *w, size_t g0,
+                      size_t g1, const float *logits, bert_error *err)
+{
+    const token_out *o = data;
+    (void)err;
+    bert__windows_token_rows(w, g0, g1, logits, o->C, o->rows);
+    return BERT_OK;
 }
 
 int bert_token_logits(bert_session *s, const char *text, size_t len,
@@ -290,25 +228,16 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
             *n_windows = 1;
         return BERT_OK;
     }
-    size_t W = maxlen - 2, nw = window_count(enc->n, W, p.stride);
-    if ((rc = win_reserve(s, maxlen, maxlen * C)))
-        return bert__session_fail(s, rc, "out of memory");
-    for (size_t w = 0; w < nw; w++) {
-        size_t a, b;
-        if ((rc = run_window(s, enc, W, p.stride, w, &a, &b, s->win_logits)))
-            return rc;
-        if (w == 0) /* [CLS] */
-            memcpy(logits, s->win_logits, C * sizeof *logits);
-        if (w == nw - 1) /* final [SEP] */
-            memcpy(logits + (enc->n - 1) * C,
-                   s->win_logits + (b - a + 1) * C, C * sizeof *logits);
-        for (size_t i = a; i < b; i++)
-            if (best_window(enc->n, W, p.stride, nw, i) == w)
-                memcpy(logits + (1 + i) * C,
-                       s->win_logits + (1 + i - a) * C, C * sizeof *logits);
-    }
+    /* one window per run: each token's row is exactly what its window
+     * gives alone */
+    struct bert__windows *w = plan(s, enc, maxlen, p.stride);
+    if (!w)
+        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+    token_out o = {logits, C};
+    if ((rc = bert__windows_run(s, w, 1, 0, token_rows, &o, &e)))
+        return bert__session_fail(s, rc, "%s", e.text);
     if (n_windows)
-        *n_windows = nw;
+        *n_windows = w->count;
     return BERT_OK;
 }
 
@@ -361,36 +290,6 @@ int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
     q->status = BERT_OK;
     b->ntok += n;
     return BERT_OK;
-}
-
-/* Appends text item's encoding: whole (one sequence), or its windows of W
- * content tokens overlapping by stride ([CLS] chunk [SEP], as run_window).
- * Returns the number of sequences in *nw. */
-static int batch_add_enc(struct bert__batch *b, size_t item,
-                         const bert_encoding *enc, size_t maxlen,
-                         size_t stride, size_t *nw)
-{
-    if (enc->n <= maxlen) {
-        *nw = 1;
-        return bert__batch_add(b, item, enc->ids, enc->type_ids, enc->n);
-    }
-    size_t W = maxlen - 2;
-    *nw = window_count(enc->n, W, stride);
-    int32_t *tmp = malloc(maxlen * sizeof *tmp);
-    if (!tmp)
-        return BERT_ENOMEM;
-    int rc = BERT_OK;
-    for (size_t w = 0; w < *nw && rc == BERT_OK; w++) {
-        size_t a, e, k = 0;
-        window_span(enc->n, W, stride, w, &a, &e);
-        tmp[k++] = enc->ids[0];
-        for (size_t i = a; i < e; i++)
-            tmp[k++] = enc->ids[1 + i];
-        tmp[k++] = enc->ids[enc->n - 1];
-        rc = bert__batch_add(b, item, tmp, NULL, k);
-    }
-    free(tmp);
-    return rc;
 }
 
 static int cmp_size(const void *x, const void *y)
@@ -594,8 +493,19 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
         r->error.byte_offset = -1;
         /* the first sequence of item i: the window count tells how many */
         size_t first = b->nseq;
-        if ((rc = batch_add_enc(b, i, s->enc, maxlen, p.window.stride,
-                                &r->n_windows)))
+        if (s->enc->n <= maxlen) {
+            r->n_windows = 1;
+            rc = bert__batch_add(b, i, s->enc->ids, s->enc->type_ids,
+                                 s->enc->n);
+        } else {
+            struct bert__windows *w = plan(s, s->enc, maxlen,
+                                           p.window.stride);
+            rc = BERT_ENOMEM;
+            if (w && (rc = bert__windows_fill(w, 0, w->count)) == BERT_OK)
+                rc = bert__windows_add(w, b, i);
+            r->n_windows = w ? w->count : 0;
+        }
+        if (rc)
             return bert__err(err, rc, "out of memory");
         r->label = (int)first; /* its first sequence, until labelled */
         if (p.batch.progress &&
@@ -606,10 +516,9 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     if ((rc = bert__batch_run(s, b, &p.batch, 0, C, err, classify_fail,
                               results)))
         return rc;
-    float *acc;
-    if ((rc = bert__grow(&b->run, &b->run_cap, C + 1, sizeof *b->run)))
-        return bert__err(err, rc, "out of memory");
-    acc = b->run;
+    if (bert__grow(&s->acc, &s->acc_cap, C, sizeof *s->acc))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    float *acc = s->acc;
     for (size_t i = 0; i < n; i++) {
         bert_classify_result *r = &results[i];
         if (r->status != BERT_OK) {
@@ -621,18 +530,9 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
             continue;
         }
         size_t first = (size_t)r->label;
-        const float *l0 = b->logits + b->seq[first].row * C;
-        if (r->n_windows == 1) {
-            memcpy(acc, l0, C * sizeof *acc);
-        } else {
-            /* in window order, as bert_classify_text_ex sums them */
-            memset(acc, 0, C * sizeof *acc);
-            for (size_t w = 0; w < r->n_windows; w++)
-                for (size_t c = 0; c < C; c++)
-                    acc[c] += b->logits[b->seq[first + w].row * C + c];
-            for (size_t c = 0; c < C; c++)
-                acc[c] /= (float)r->n_windows;
-        }
+        /* the windows' rows follow each other, in window order */
+        bert__windows_mean(b->logits + b->seq[first].row * C, r->n_windows,
+                           C, acc);
         int best = 0;
         for (size_t c = 1; c < C; c++)
             if (acc[c] > acc[best])

@@ -7,6 +7,7 @@
 
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
 
 bert_session_params bert_session_default_params(void)
 {
@@ -144,9 +145,8 @@ void bert_session_free(bert_session *s)
     free(s->arena);
     if (s->enc)
         bert_encoding_free(s->enc);
-    free(s->win_ids);
-    free(s->win_types);
-    free(s->win_logits);
+    bert__windows_free(s->win);
+    free(s->acc);
     bert__batch_free(s->batch);
     free(s);
 }

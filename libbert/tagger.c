@@ -17,6 +17,7 @@
 #include "libbert/bert.h"
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,20 +76,16 @@ typedef struct tag_priv {
     bert_tag_word *pubw;
     size_t pubw_cap;
     /* bert_tag_text scratch */
-    bert_encoding *enc;
+    bert_encoding *enc;         /* the text's tokens, no special tokens */
+    struct bert__windows *win;  /* its windows (windows.h) */
     const char **labels;
     size_t labels_cap;
+    /* per token of the laid-out windows, as their ids */
     const char **tokstr;
     size_t tokstr_cap;
-    int32_t *wids, *wmask;
+    int32_t *wmask;
     int64_t *woff, *wboff;
-    size_t wids_cap, wmask_cap, woff_cap, wboff_cap;
-    size_t *wstart, *wlen;      /* windows over the content tokens */
-    size_t wstart_cap, wlen_cap;
-    bert_input *inputs;
-    size_t inputs_cap;
-    float *logits;
-    size_t logits_cap;
+    size_t wmask_cap, woff_cap, wboff_cap;
 } tag_priv;
 
 /* Appends n bytes + NUL to the arena; returns the offset or (size_t)-1. */
@@ -164,15 +161,11 @@ void bert_tag_result_free(bert_tag_result *r)
         free(P->pubw);
         bert_encoding_free(P->enc);
         free(P->labels);
+        bert__windows_free(P->win);
         free(P->tokstr);
-        free(P->wids);
         free(P->wmask);
         free(P->woff);
         free(P->wboff);
-        free(P->wstart);
-        free(P->wlen);
-        free(P->inputs);
-        free(P->logits);
         free(P);
     }
     free(r);
@@ -868,35 +861,43 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
 
 /* ---- running the model --------------------------------------------------- */
 
-/* Checks the call and tokenizes text (without special tokens; truncated
- * unless strided) into P->enc, then lays out its windows over the content
- * tokens as tokenizers' overflowing encodings (step W - stride) in
- * P->wstart/P->wlen.  *nwin receives their count. */
-static int tag_prepare(const bert_model *m, const char *text, size_t len,
-                       const bert_tag_params *p, bert_tag_result *out,
-                       size_t *nwin, bert_error *err)
+/* What running m with params p needs, checked once per call: a
+ * token-classification model with its tokenizer and labels, and a stride
+ * the windows can take.  BERT_OK or BERT_EINVAL with err filled. */
+static int tag_check(const bert_model *m, const bert_tag_params *p,
+                     bert_error *err)
 {
-    tag_priv *P = out->priv_;
     const bert_config *cfg = bert_model_config(m);
-    const bert_tokenizer *tok = bert_model_tokenizer(m);
     if (!cfg || cfg->task != BERT_TASK_TOKEN)
         return bert__err(err, BERT_EINVAL,
                          "the model is not a token-classification model");
-    if (!tok)
+    if (!bert_model_tokenizer(m))
         return bert__err(err, BERT_EINVAL, "the model has no tokenizer");
     size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
     if (C == 0 || maxlen < 3)
         return bert__err(err, BERT_EINVAL, "the model has %zu labels and a "
                          "maximum length of %zu", C, maxlen);
-    if (p->stride >= 0) {
-        if (p->aggregation == BERT_AGG_NONE)
-            return bert__err(err, BERT_EINVAL, "a stride needs an aggregation "
-                             "other than none (as in transformers)");
-        if ((size_t)p->stride >= maxlen - 2)
-            return bert__err(err, BERT_EINVAL, "stride %ld must be less than "
-                             "the maximum length minus the 2 special tokens "
-                             "(%zu)", p->stride, maxlen - 2);
-    }
+    if (p->stride >= 0 && p->aggregation == BERT_AGG_NONE)
+        return bert__err(err, BERT_EINVAL, "a stride needs an aggregation "
+                         "other than none (as in transformers)");
+    if (p->stride >= 0 && (size_t)p->stride >= maxlen - 2)
+        return bert__err(err, BERT_EINVAL, "stride %ld must be less than "
+                         "the maximum length minus the 2 special tokens "
+                         "(%zu)", p->stride, maxlen - 2);
+    return bad_params(p, err);
+}
+
+/* Tokenizes text (without special tokens; truncated unless strided) into
+ * P->enc and plans its windows (windows.h: as tokenizers' overflowing
+ * encodings, step W - stride) in P->win, for a call tag_check passed. */
+static int tag_prepare(const bert_model *m, const char *text, size_t len,
+                       const bert_tag_params *p, bert_tag_result *out,
+                       bert_error *err)
+{
+    tag_priv *P = out->priv_;
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    size_t C = bert_model_config(m)->num_labels;
+    size_t maxlen = bert_model_max_length(m);
     if (bert__grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
         return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t c = 0; c < C; c++) {
@@ -904,7 +905,8 @@ static int tag_prepare(const bert_model *m, const char *text, size_t len,
         if (!P->labels[c])
             P->labels[c] = "";
     }
-    if (!P->enc && !(P->enc = bert_encoding_create()))
+    if ((!P->enc && !(P->enc = bert_encoding_create())) ||
+        (!P->win && !(P->win = bert__windows_create())))
         return bert__err(err, BERT_ENOMEM, "out of memory");
 
     /* tokens of the text without special tokens; truncated unless strided */
@@ -915,102 +917,72 @@ static int tag_prepare(const bert_model *m, const char *text, size_t len,
                                    P->enc, err);
     if (rc)
         return rc;
-    if (bert_tokenizer_special(tok, BERT_TOKEN_CLS) < 0 ||
-        bert_tokenizer_special(tok, BERT_TOKEN_SEP) < 0)
+    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
+    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
+    if (cls < 0 || sep < 0)
         return bert__err(err, BERT_EINVAL,
                          "the vocabulary lacks [CLS] or [SEP]");
-
-    /* windows as tokenizers' overflowing encodings: step W - stride */
-    size_t total = P->enc->n, W = maxlen - 2, nw = 0;
-    if (total <= W || p->stride < 0) {
-        if (bert__grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
-            bert__grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
-            return bert__err(err, BERT_ENOMEM, "out of memory");
-        P->wstart[0] = 0;
-        P->wlen[0] = total < W ? total : W;
-        nw = 1;
-    } else {
-        size_t step = W - (size_t)p->stride;
-        size_t need = (total + step - 1) / step + 1;
-        if (bert__grow(&P->wstart, &P->wstart_cap, need, sizeof(size_t)) ||
-            bert__grow(&P->wlen, &P->wlen_cap, need, sizeof(size_t)))
-            return bert__err(err, BERT_ENOMEM, "out of memory");
-        for (size_t st = 0; st < total; st += step) {
-            size_t stop = st + W < total ? st + W : total;
-            P->wstart[nw] = st;
-            P->wlen[nw] = stop - st;
-            nw++;
-            if (stop == total)
-                break;
-        }
-    }
-    *nwin = nw;
+    bert__windows_plan(P->win, P->enc->ids, P->enc->n, cls, sep, maxlen,
+                       p->stride >= 0 ? (size_t)p->stride : 0);
     return BERT_OK;
 }
 
-/* Lays out windows [g0, g1) back to back from token 0 of P's window
- * buffers: [CLS] content [SEP] ids, special mask, offsets, token strings,
- * and P->inputs[w - g0]; room for their logits in P->logits. */
+/* The per-token arrays of windows [g0, g1), laid out by the engine: special
+ * mask, offsets and token strings, back to back as the windows' ids. */
 static int tag_fill(const bert_model *m, tag_priv *P, size_t g0, size_t g1,
                     bert_error *err)
 {
     const bert_tokenizer *tok = bert_model_tokenizer(m);
+    const struct bert__windows *w = P->win;
     const bert_encoding *E = P->enc;
-    size_t C = bert_model_config(m)->num_labels, ntok = 0;
-    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
-    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
-    for (size_t w = g0; w < g1; w++)
-        ntok += P->wlen[w] + 2;
-    if (bert__grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
-        bert__grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
+    size_t ntok = 0;
+    for (size_t i = 0; i < g1 - g0; i++)
+        ntok += w->in[i].n;
+    if (bert__grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
         bert__grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
         bert__grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
-        bert__grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
-        bert__grow(&P->inputs, &P->inputs_cap, g1 - g0, sizeof(bert_input)) ||
-        bert__grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
+        bert__grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)))
         return bert__err(err, BERT_ENOMEM, "out of memory");
     size_t k = 0;
-    for (size_t w = g0; w < g1; w++) {
-        size_t base = k;
-        for (size_t j = 0; j < P->wlen[w] + 2; j++, k++) {
-            int special = j == 0 || j == P->wlen[w] + 1;
-            size_t src = P->wstart[w] + j - 1;
-            P->wids[k] = j == 0 ? cls : special ? sep : E->ids[src];
+    for (size_t i = g0; i < g1; i++) {
+        size_t a, b;
+        bert__windows_span(w, i, &a, &b);
+        const int32_t *ids = w->in[i - g0].ids;
+        for (size_t j = 0; j < b - a + 2; j++, k++) {
+            int special = j == 0 || j == b - a + 1;
+            size_t src = a + j - 1;
             P->wmask[k] = special;
             for (int h = 0; h < 2; h++) {
                 P->woff[2 * k + h] = special ? 0 : E->offsets[2 * src + h];
                 P->wboff[2 * k + h] =
                     special ? 0 : E->byte_offsets[2 * src + h];
             }
-            const char *ts = bert_tokenizer_token(tok, P->wids[k]);
+            const char *ts = bert_tokenizer_token(tok, ids[j]);
             P->tokstr[k] = ts ? ts : "";
         }
-        P->inputs[w - g0].ids = P->wids + base;
-        P->inputs[w - g0].type_ids = NULL;
-        P->inputs[w - g0].n = P->wlen[w] + 2;
     }
     return BERT_OK;
 }
 
-/* Post-processes windows [g0, g1), laid out by tag_fill with their logits
- * in P->logits. */
+/* Post-processes windows [g0, g1), laid out by the engine and tag_fill,
+ * their token logits in `logits`. */
 static int tag_post(const bert_model *m, tag_priv *P, const char *text,
                     size_t len, const bert_tag_params *p, size_t g0,
-                    size_t g1, bert_error *err)
+                    size_t g1, const float *logits, bert_error *err)
 {
     const bert_tokenizer *tok = bert_model_tokenizer(m);
     size_t C = bert_model_config(m)->num_labels, k = 0;
-    for (size_t w = g0; w < g1; w++) {
+    for (size_t i = g0; i < g1; i++) {
         bert_tag_tokens tt;
         tt.text = text ? text : "";
         tt.len = len;
-        tt.n = P->wlen[w] + 2;
-        tt.ids = P->wids + k;
+        tt.n = P->win->in[i - g0].n;
+        tt.ids = P->win->in[i - g0].ids;
         tt.tokens = P->tokstr + k;
         tt.offsets = P->woff + 2 * k;
         tt.byte_offsets = P->wboff + 2 * k;
         tt.special_mask = P->wmask + k;
-        tt.logits = P->logits + k * C;
+        tt.logits = logits + k * C;
         tt.n_labels = C;
         tt.labels = P->labels;
         tt.unk_id = bert_tokenizer_special(tok, BERT_TOKEN_UNK);
@@ -1024,13 +996,34 @@ static int tag_post(const bert_model *m, tag_priv *P, const char *text,
 }
 
 /* Merges the windows' entities and publishes them into out. */
-static int tag_finish(bert_tag_result *out, size_t nwin, bert_error *err)
+static int tag_finish(bert_tag_result *out, bert_error *err)
 {
     tag_priv *P = out->priv_;
+    size_t nwin = P->win->count;
     if (nwin > 1 && merge_overlapping(P))
         return bert__err(err, BERT_ENOMEM, "out of memory");
     out->n_windows = nwin;
     return publish(out, err);
+}
+
+/* bert_tag_text's call, for its bert__windows_fn. */
+typedef struct tag_call {
+    const bert_model *m;
+    tag_priv *P;
+    const char *text;
+    size_t len;
+    const bert_tag_params *p;
+} tag_call;
+
+/* bert__windows_fn of bert_tag_text: post-processes each run's windows. */
+static int tag_run_post(void *data, const struct bert__windows *w, size_t g0,
+                        size_t g1, const float *logits, bert_error *err)
+{
+    const tag_call *c = data;
+    (void)w;
+    int rc = tag_fill(c->m, c->P, g0, g1, err);
+    return rc ? rc : tag_post(c->m, c->P, c->text, c->len, c->p, g0, g1,
+                              logits, err);
 }
 
 int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
@@ -1046,26 +1039,16 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
         return BERT_EINVAL;
     if (!m || !s || (!text && len))
         return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
-    if (bad_params(p, err))
-        return BERT_EINVAL;
     tag_priv *P = out->priv_;
-    size_t nwin;
-    int rc = tag_prepare(m, text, len, p, out, &nwin, err);
-    /* run windows in groups (bounded memory), post-process each */
-    const size_t group = 8;
-    for (size_t g0 = 0; rc == BERT_OK && g0 < nwin; g0 += group) {
-        size_t g1 = g0 + group < nwin ? g0 + group : nwin;
-        if ((rc = tag_fill(m, P, g0, g1, err)))
-            break;
-        bert_outputs bo = {P->logits, NULL, NULL};
-        if ((rc = bert_session_run(s, P->inputs, g1 - g0, &bo))) {
-            bert__err(err, rc, "%s", bert_session_errmsg(s));
-            break;
-        }
-        rc = tag_post(m, P, text, len, p, g0, g1, err);
-    }
+    tag_call call = {m, P, text, len, p};
+    int rc = tag_check(m, p, err);
     if (rc == BERT_OK)
-        rc = tag_finish(out, nwin, err);
+        rc = tag_prepare(m, text, len, p, out, err);
+    /* windows run 8 at a time (bounded memory), each run post-processed */
+    if (rc == BERT_OK)
+        rc = bert__windows_run(s, P->win, 8, 0, tag_run_post, &call, err);
+    if (rc == BERT_OK)
+        rc = tag_finish(out, err);
     if (rc)
         reset(out);
     return rc;
@@ -1099,33 +1082,22 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     if (!texts || !results || !errors)
         return bert__err(err, BERT_EINVAL, "%s is NULL",
                          !texts ? "texts" : !results ? "results" : "errors");
-    if (bad_params(p, err))
-        return BERT_EINVAL;
     if (p->batch.batch_size < 1)
         return bert__err(err, BERT_EINVAL, "batch_size is 0");
-    const bert_config *cfg = bert_model_config(m);
-    if (cfg->task != BERT_TASK_TOKEN)
-        return bert__err(err, BERT_EINVAL,
-                         "the model is not a token-classification model");
-    size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
-    if (p->stride >= 0 &&
-        (p->aggregation == BERT_AGG_NONE || maxlen < 3 ||
-         (size_t)p->stride >= maxlen - 2))
-        return bert__err(err, BERT_EINVAL, "stride %ld needs an aggregation "
-                         "other than none and must be less than the maximum "
-                         "length minus the 2 special tokens (%zu)",
-                         p->stride, maxlen < 2 ? 0 : maxlen - 2);
+    int rc = tag_check(m, p, err);
+    if (rc)
+        return rc;
+    size_t C = bert_model_config(m)->num_labels;
     for (size_t i = 0; i < n; i++)
         if (!results[i] || !results[i]->priv_)
             return bert__err(err, BERT_EINVAL, "result %zu is NULL", i);
     struct bert__batch *b = bert__batch_begin(s);
-    size_t *first = malloc(2 * n * sizeof *first), *nwin = first + n;
+    size_t *first = malloc(n * sizeof *first);
     if (!b || !first) {
         free(first);
         return bert__err(err, BERT_ENOMEM, "out of memory");
     }
-    int rc = BERT_OK;
-    /* every window of every text, laid out in its result's buffers */
+    /* every window of every text, laid out in its result's engine */
     for (size_t i = 0; i < n && rc == BERT_OK; i++) {
         bert_error *e = &errors[i];
         tag_priv *P = results[i]->priv_;
@@ -1133,22 +1105,20 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
         e->byte_offset = -1;
         reset(results[i]);
         first[i] = b->nseq;
-        nwin[i] = 0;
         size_t len = lens ? lens[i] : texts[i] ? strlen(texts[i]) : 0;
-        int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i],
-                                        &nwin[i], e)
+        int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i], e)
                           : bert__err(e, BERT_EINVAL, "text %zu is NULL", i);
+        if (r1 == BERT_OK && (r1 = bert__windows_fill(P->win, 0,
+                                                      P->win->count)))
+            bert__err(e, r1, "out of memory");
         if (r1 == BERT_OK)
-            r1 = tag_fill(m, P, 0, nwin[i], e);
+            r1 = tag_fill(m, P, 0, P->win->count, e);
         if (r1 != BERT_OK) {
             e->status = r1;
-            nwin[i] = 0;
             continue;
         }
-        for (size_t w = 0; w < nwin[i] && rc == BERT_OK; w++)
-            if (bert__batch_add(b, i, P->inputs[w].ids, NULL,
-                                P->inputs[w].n))
-                rc = bert__err(err, BERT_ENOMEM, "out of memory");
+        if (bert__windows_add(P->win, b, i))
+            rc = bert__err(err, BERT_ENOMEM, "out of memory");
         if (rc == BERT_OK && p->batch.progress &&
             p->batch.progress(0, 0, p->batch.progress_data))
             rc = bert__err(err, BERT_ECANCELED, "canceled after tokenizing "
@@ -1159,20 +1129,15 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     for (size_t i = 0; i < n && rc == BERT_OK; i++) {
         bert_error *e = &errors[i];
         tag_priv *P = results[i]->priv_;
-        if (e->status != BERT_OK || nwin[i] == 0)
+        if (e->status != BERT_OK)
             continue;
-        /* the windows' logits back into the result, in window order */
-        size_t k = 0;
-        for (size_t w = 0; w < nwin[i]; w++) {
-            const bert__seq *q = &b->seq[first[i] + w];
-            memcpy(P->logits + k * C, b->logits + q->row * C,
-                   q->n * C * sizeof(float));
-            k += q->n;
-        }
+        /* the windows' rows follow each other in b->logits, in window
+         * order */
         size_t len = lens ? lens[i] : strlen(texts[i]);
-        int r1 = tag_post(m, P, texts[i], len, p, 0, nwin[i], e);
+        int r1 = tag_post(m, P, texts[i], len, p, 0, P->win->count,
+                          b->logits + b->seq[first[i]].row * C, e);
         if (r1 == BERT_OK)
-            r1 = tag_finish(results[i], nwin[i], e);
+            r1 = tag_finish(results[i], e);
         if (r1 != BERT_OK) {
             e->status = r1;
             reset(results[i]);
