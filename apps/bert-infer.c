@@ -367,7 +367,7 @@ int main(int argc, char **argv)
         }
         if (ni) {
             bert_outputs out = {logits, pool, hid};
-            rc = bert_session_run(s, in, ni, &out);
+            rc = bert_session_run(s, in, ni, &out, NULL);
             /* A failed run (one bad line fails the whole batch): each line
              * alone, into its own place of the outputs, so that only the
              * bad lines get an error and line N still answers line N. */
@@ -381,10 +381,11 @@ int main(int argc, char **argv)
                            : NULL,
                     pool ? pool + l->slot * H : NULL,
                     hid ? hid + l->row * H : NULL};
-                int r1 = bert_session_run(s, &in[l->slot], 1, &one);
+                bert_error e;
+                int r1 = bert_session_run(s, &in[l->slot], 1, &one, &e);
                 if (r1 != BERT_OK) {
                     snprintf(l->error, sizeof l->error, "line %ld: %s: %s",
-                             l->no, bert_strerror(r1), bert_session_errmsg(s));
+                             l->no, bert_strerror(r1), e.text);
                     l->ok = 0;
                 }
             }
@@ -403,7 +404,7 @@ int main(int argc, char **argv)
             fputs("{\"ids\":", stdout);
             json_ids(stdout, l->enc->ids, n);
             if (embed) {
-                bert_pool(hid + r0 * H, n, H, pooling, normalize, emb);
+                bert_pool(hid + r0 * H, n, H, pooling, normalize, emb, NULL);
                 fputs(",\"embedding\":", stdout);
                 json_floats(stdout, emb, H);
             } else if (c->task == BERT_TASK_SEQUENCE) {

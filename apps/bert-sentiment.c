@@ -31,6 +31,7 @@ static int classify(void *arg, const char *text, size_t len,
     int label;
     const char *msg = NULL;
     char buf[600];
+    bert_error err;
     int rc = BERT_EUTF8;
     size_t v = text ? bert_utf8_valid(text, len) : 0;
     size_t pv = pair ? bert_utf8_valid(pair, plen) : 0;
@@ -43,9 +44,9 @@ static int classify(void *arg, const char *text, size_t len,
     } else if (v == len && pv == plen) {
         bert_classify_params p = bert_classify_default_params();
         rc = bert_classify_text_ex(c->s, text, len, pair, plen, &p, NULL,
-                                   c->scores, c->C, &label, NULL);
+                                   c->scores, c->C, &label, NULL, &err);
         if (rc)
-            msg = bert_session_errmsg(c->s);
+            msg = err.text;
     } else if (v != len) {
         snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
         msg = buf;

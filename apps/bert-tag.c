@@ -96,7 +96,7 @@ static int tag_one(void *arg, const char *text, size_t len, const char *pair,
         snprintf(err.text, sizeof err.text,
                  "a token-classification model takes no text_pair");
     } else {
-        rc = bert_tag_text(t->m, t->s, text, len, &t->params, t->res, &err);
+        rc = bert_tag_text(t->s, text, len, &t->params, t->res, &err);
     }
     if (rc) {
         t->n_errors++;

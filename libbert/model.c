@@ -227,20 +227,30 @@ int bert_model_has_pooler(const bert_model *m)
 #define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
 #endif
 
-int bert_default_model_dir(const char *name, char *buf, size_t cap)
+int bert_default_model_dir(const char *name, char *buf, size_t cap,
+                           bert_error *err)
 {
     if (!name || !buf || !*name || strchr(name, '/'))
-        return BERT_EINVAL;
+        return bert__err(err, BERT_EINVAL,
+                         "bert_default_model_dir: %s", !name || !*name
+                             ? "no model name"
+                             : !buf ? "buf is NULL"
+                                    : "a model name has no '/'");
     const char *base = getenv("LIBBERT_MODELDIR");
     if (!base || !*base)
         base = BERT_INSTALLED_MODELDIR;
     int n = snprintf(buf, cap, "%s/%s", base, name);
     if (n < 0 || (size_t)n >= cap)
-        return BERT_ERANGE;
+        return bert__err(err, BERT_ERANGE,
+                         "bert_default_model_dir: %s/%s needs %d bytes, buf "
+                         "holds %zu", base, name, n + 1, cap);
     char probe[4200];
     struct stat st;
     snprintf(probe, sizeof probe, "%s/config.json", buf);
-    return strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)
-               ? BERT_OK
-               : BERT_EMISSING;
+    if (strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode))
+        return BERT_OK;
+    return bert__err(err, BERT_EMISSING,
+                     "%s: no default model \"%s\" there (no config.json; "
+                     "make install puts them there, LIBBERT_MODELDIR names "
+                     "another place)", buf, name);
 }

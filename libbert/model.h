@@ -124,7 +124,6 @@ struct bert_session {
     float *acc;                   /* [C] a text's logits */
     size_t acc_cap;
     struct bert__batch *batch;    /* the batched calls' scratch */
-    char errmsg[512];
 };
 
 /* ---- batched pipelines (pipeline.c) ---------------------------------------
@@ -163,22 +162,16 @@ int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
 /* Runs every sequence of b in length-sorted packed runs (bert_batch_params)
  * into b->logits: C floats per sequence, or per token with token_rows,
  * from row seq->row.  A failed run is retried one sequence at a time; each
- * failing one gets seq->status and is passed to fail() with the session's
- * message.  Returns BERT_OK, BERT_ENOMEM or BERT_ECANCELED (err filled). */
+ * failing one gets seq->status and is passed to fail() with its run's
+ * error.  Returns BERT_OK, BERT_ENOMEM or BERT_ECANCELED (err filled). */
 int bert__batch_run(bert_session *s, struct bert__batch *b,
                     const bert_batch_params *bp, int token_rows, size_t C,
                     bert_error *err,
-                    void (*fail)(void *, const bert__seq *, const char *),
+                    void (*fail)(void *, const bert__seq *,
+                                 const bert_error *),
                     void *fail_data);
 /* Frees the scratch; NULL is a no-op. */
 void bert__batch_free(struct bert__batch *b);
-
-/* Sets the session's error message (printf-style); returns status. */
-int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* Makes the arena hold T packed tokens with sequences up to maxn tokens;
  * reallocates only when it must grow.  BERT_ENOMEM on failure (the old

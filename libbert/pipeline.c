@@ -28,46 +28,44 @@ bert_classify_params bert_classify_default_params(void)
 }
 
 /* Resolves max_length and checks the stride.  Returns status. */
-static int window_setup(bert_session *s, const bert_window_params *p,
-                        size_t *maxlen)
+static int window_setup(const bert_model *m, const bert_window_params *p,
+                        size_t *maxlen, bert_error *err)
 {
     size_t ml = p->max_length;
-    if (ml == 0 || ml > s->m->max_len)
-        ml = s->m->max_len;
+    if (ml == 0 || ml > m->max_len)
+        ml = m->max_len;
     if (ml < 3)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "max_length %zu leaves no room for text "
-                                  "between [CLS] and [SEP]",
-                                  ml);
+        return bert__err(err, BERT_EINVAL,
+                         "max_length %zu leaves no room for text "
+                         "between [CLS] and [SEP]",
+                         ml);
     if (p->mode == BERT_LONG_WINDOWS && p->stride >= ml - 2)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "stride %zu must be smaller than max_length "
-                                  "- 2 = %zu (it is the overlap between "
-                                  "windows)",
-                                  p->stride, ml - 2);
+        return bert__err(err, BERT_EINVAL,
+                         "stride %zu must be smaller than max_length "
+                         "- 2 = %zu (it is the overlap between "
+                         "windows)",
+                         p->stride, ml - 2);
     *maxlen = ml;
     return BERT_OK;
 }
 
-/* Tokenizes into enc: truncated to maxlen, or whole when `whole`. */
-static int tokenize(bert_session *s, bert_encoding *enc, const char *text,
+/* Tokenizes text (and pair) with m's tokenizer into enc: truncated to
+ * maxlen, or whole when `whole`.  Returns status, err filled. */
+static int tokenize(const bert_model *m, bert_encoding *enc, const char *text,
                     size_t len, const char *pair, size_t pair_len,
-                    size_t maxlen, int whole)
+                    size_t maxlen, int whole, bert_error *err)
 {
-    const bert_tokenizer *tok = s->m->tok;
-    if (!tok)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "the model was loaded without its "
-                                  "tokenizer");
+    if (!m->tok)
+        return bert__err(err, BERT_EINVAL,
+                         "the model was loaded without its tokenizer");
     bert_encode_params ep = bert_encode_default_params();
     ep.max_length = whole ? 0 : maxlen;
-    bert_error err;
-    int rc = bert_tokenizer_encode(tok, text, len, pair, pair_len, &ep, enc,
-                                   &err);
+    int rc = bert_tokenizer_encode(m->tok, text, len, pair, pair_len, &ep, enc,
+                                   err);
     if (rc != BERT_OK)
-        return bert__session_fail(s, rc, "%s", err.text);
+        return rc;
     if (enc->n == 0)
-        return bert__session_fail(s, BERT_EINVAL, "the text gave no tokens");
+        return bert__err(err, BERT_EINVAL, "the text gave no tokens");
     return BERT_OK;
 }
 
@@ -84,10 +82,10 @@ static struct bert__windows *plan(bert_session *s, const bert_encoding *enc,
     return s->win;
 }
 
-static int ensure_enc(bert_session *s)
+static int ensure_enc(bert_session *s, bert_error *err)
 {
     if (!s->enc && !(s->enc = bert_encoding_create()))
-        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     return BERT_OK;
 }
 
@@ -95,58 +93,58 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
                           const char *pair, size_t pair_len,
                           const bert_classify_params *params, float *logits,
                           float *scores, size_t n, int *label,
-                          size_t *n_windows)
+                          size_t *n_windows, bert_error *err)
 {
     if (!s)
-        return BERT_EINVAL;
-    s->errmsg[0] = '\0';
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     bert_classify_params p;
-    bert_error e;
-    if (BERT__PARAMS(p, params, bert_classify_default_params, &e) ||
+    if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
         bert__params_nested(p.window.size, sizeof p.window,
-                            "bert_classify_params.window", &e))
-        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
+                            "bert_classify_params.window", err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
     if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%s is not a sequence-classification model",
-                                  m->cfg.architecture);
+        return bert__err(err, BERT_EINVAL,
+                         "%s is not a sequence-classification model",
+                         m->cfg.architecture);
     if (!text)
-        return bert__session_fail(s, BERT_EINVAL, "text is NULL");
+        return bert__err(err, BERT_EINVAL, "text is NULL");
     if ((logits || scores) && n < C)
-        return bert__session_fail(s, BERT_ERANGE,
-                                  "output holds %zu values, the model has %zu "
-                                  "labels",
-                                  n, C);
-    if ((rc = window_setup(s, &p.window, &maxlen)) || (rc = ensure_enc(s)))
+        return bert__err(err, BERT_ERANGE,
+                         "output holds %zu values, the model has %zu "
+                         "labels",
+                         n, C);
+    if ((rc = window_setup(m, &p.window, &maxlen, err)) ||
+        (rc = ensure_enc(s, err)))
         return rc;
     int whole = p.window.mode == BERT_LONG_WINDOWS && !(pair && pair_len);
-    if ((rc = tokenize(s, s->enc, text, len, pair, pair_len, maxlen, whole)))
+    if ((rc = tokenize(m, s->enc, text, len, pair, pair_len, maxlen, whole,
+                       err)))
         return rc;
     const bert_encoding *enc = s->enc;
     if (!whole && enc->n > maxlen) /* never: the tokenizer truncated */
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%zu tokens for max_length %zu", enc->n,
-                                  maxlen);
+        return bert__err(err, BERT_EINVAL,
+                         "%zu tokens for max_length %zu", enc->n,
+                         maxlen);
     if (bert__grow(&s->acc, &s->acc_cap, C, sizeof *s->acc))
-        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     float *acc = s->acc;
     size_t nw = 1;
     if (enc->n <= maxlen) {
         bert_input in = {enc->ids, enc->type_ids, enc->n};
         bert_outputs out = {acc, NULL, NULL};
-        if ((rc = bert_session_run(s, &in, 1, &out)))
+        if ((rc = bert_session_run(s, &in, 1, &out, err)))
             return rc;
     } else {
         /* one window per run: the mean of exactly what each window gives
          * alone */
         struct bert__windows *w = plan(s, enc, maxlen, p.window.stride);
         if (!w)
-            return bert__session_fail(s, BERT_ENOMEM, "out of memory");
-        if ((rc = bert__windows_run(s, w, 1, 1, NULL, NULL, &e)))
-            return bert__session_fail(s, rc, "%s", e.text);
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        if ((rc = bert__windows_run(s, w, 1, 1, NULL, NULL, err)))
+            return rc;
         nw = w->count;
         bert__windows_mean(w->logits, nw, C, acc);
     }
@@ -167,10 +165,10 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
 
 int bert_classify_text(bert_session *s, const char *text, size_t len,
                        const char *pair, size_t pair_len, float *scores,
-                       size_t n_scores, int *label)
+                       size_t n_scores, int *label, bert_error *err)
 {
     return bert_classify_text_ex(s, text, len, pair, pair_len, NULL, NULL,
-                                 scores, n_scores, label, NULL);
+                                 scores, n_scores, label, NULL, err);
 }
 
 /* The text's rows being filled by bert_token_logits. */
@@ -191,38 +189,37 @@ static int token_rows(void *data, const struct bert__windows *w, size_t g0,
 
 int bert_token_logits(bert_session *s, const char *text, size_t len,
                       const bert_window_params *params, bert_encoding *enc,
-                      float *logits, size_t n_logits, size_t *n_windows)
+                      float *logits, size_t n_logits, size_t *n_windows,
+                      bert_error *err)
 {
     if (!s)
-        return BERT_EINVAL;
-    s->errmsg[0] = '\0';
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     bert_window_params p;
-    bert_error e;
-    if (BERT__PARAMS(p, params, bert_window_default_params, &e))
-        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
+    if (BERT__PARAMS(p, params, bert_window_default_params, err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
     if (m->cfg.pub.task != BERT_TASK_TOKEN)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%s is not a token-classification model",
-                                  m->cfg.architecture);
+        return bert__err(err, BERT_EINVAL,
+                         "%s is not a token-classification model",
+                         m->cfg.architecture);
     if (!text || !enc)
-        return bert__session_fail(s, BERT_EINVAL, "text or enc is NULL");
-    if ((rc = window_setup(s, &p, &maxlen)))
+        return bert__err(err, BERT_EINVAL, "text or enc is NULL");
+    if ((rc = window_setup(m, &p, &maxlen, err)))
         return rc;
     int whole = p.mode == BERT_LONG_WINDOWS;
-    if ((rc = tokenize(s, enc, text, len, NULL, 0, maxlen, whole)))
+    if ((rc = tokenize(m, enc, text, len, NULL, 0, maxlen, whole, err)))
         return rc;
     if (n_logits < enc->n * C || !logits)
-        return bert__session_fail(s, BERT_ERANGE,
-                                  "logits holds %zu floats, %zu tokens x %zu "
-                                  "labels needed",
-                                  n_logits, enc->n, C);
+        return bert__err(err, BERT_ERANGE,
+                         "logits holds %zu floats, %zu tokens x %zu "
+                         "labels needed",
+                         n_logits, enc->n, C);
     if (enc->n <= maxlen) {
         bert_input in = {enc->ids, enc->type_ids, enc->n};
         bert_outputs out = {logits, NULL, NULL};
-        if ((rc = bert_session_run(s, &in, 1, &out)))
+        if ((rc = bert_session_run(s, &in, 1, &out, err)))
             return rc;
         if (n_windows)
             *n_windows = 1;
@@ -232,10 +229,10 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
      * gives alone */
     struct bert__windows *w = plan(s, enc, maxlen, p.stride);
     if (!w)
-        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     token_out o = {logits, C};
-    if ((rc = bert__windows_run(s, w, 1, 0, token_rows, &o, &e)))
-        return bert__session_fail(s, rc, "%s", e.text);
+    if ((rc = bert__windows_run(s, w, 1, 0, token_rows, &o, err)))
+        return rc;
     if (n_windows)
         *n_windows = w->count;
     return BERT_OK;
@@ -322,7 +319,8 @@ static void sort_by_len(size_t *a, size_t n, const bert__seq *seq, size_t *tmp)
 int bert__batch_run(bert_session *s, struct bert__batch *b,
                     const bert_batch_params *bp, int token_rows, size_t C,
                     bert_error *err,
-                    void (*fail)(void *, const bert__seq *, const char *),
+                    void (*fail)(void *, const bert__seq *,
+                                 const bert_error *),
                     void *fail_data)
 {
     size_t nseq = b->nseq, rows = 0;
@@ -359,7 +357,7 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
             b->in[k].n = q->n;
         }
         bert_outputs o = {b->run, NULL, NULL};
-        if (bert_session_run(s, b->in, nb, &o) == BERT_OK) {
+        if (bert_session_run(s, b->in, nb, &o, NULL) == BERT_OK) {
             size_t r = 0;
             for (size_t k = 0; k < nb; k++) {
                 const bert__seq *q = &b->seq[run[k]];
@@ -373,10 +371,11 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
             for (size_t k = 0; k < nb; k++) {
                 bert__seq *q = &b->seq[run[k]];
                 bert_outputs o1 = {b->logits + q->row * C, NULL, NULL};
-                int rc = bert_session_run(s, &b->in[k], 1, &o1);
+                bert_error e1;
+                int rc = bert_session_run(s, &b->in[k], 1, &o1, &e1);
                 if (rc != BERT_OK) {
                     q->status = rc;
-                    fail(fail_data, q, s->errmsg);
+                    fail(fail_data, q, &e1);
                 }
             }
         }
@@ -388,21 +387,14 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
     return BERT_OK;
 }
 
-static void classify_fail(void *data, const bert__seq *q, const char *msg)
+static void classify_fail(void *data, const bert__seq *q,
+                          const bert_error *e)
 {
     bert_classify_result *r = (bert_classify_result *)data + q->item;
     if (r->status != BERT_OK)
         return; /* the first failed window tells */
     r->status = q->status;
-    bert__err(&r->error, q->status, "%s", msg[0] ? msg
-                                                  : bert_strerror(q->status));
-}
-
-/* Copies the session's message (set by a bert__session_fail) into err. */
-static int to_err(bert_session *s, int rc, bert_error *err)
-{
-    return bert__err(err, rc, "%s", s->errmsg[0] ? s->errmsg
-                                                 : bert_strerror(rc));
+    r->error = *e;
 }
 
 struct bert__batch *bert__batch_begin(bert_session *s)
@@ -425,7 +417,6 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
 {
     if (!s)
         return bert__err(err, BERT_EINVAL, "session is NULL");
-    s->errmsg[0] = '\0';
     bert_classify_params p;
     if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
         bert__params_nested(p.window.size, sizeof p.window,
@@ -455,12 +446,12 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     if (!m->tok)
         return bert__err(err, BERT_EINVAL,
                          "the model was loaded without its tokenizer");
-    if ((rc = window_setup(s, &p.window, &maxlen)) || (rc = ensure_enc(s)))
-        return to_err(s, rc, err);
+    if ((rc = window_setup(m, &p.window, &maxlen, err)) ||
+        (rc = ensure_enc(s, err)))
+        return rc;
     struct bert__batch *b = bert__batch_begin(s);
     if (!b)
         return bert__err(err, BERT_ENOMEM, "out of memory");
-    bert_encode_params ep = bert_encode_default_params();
     for (size_t i = 0; i < n; i++) {
         bert_classify_result *r = &results[i];
         memset(r, 0, sizeof *r);
@@ -476,14 +467,10 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
         const char *pair = pairs ? pairs[i] : NULL;
         size_t plen = pair ? (pair_lens ? pair_lens[i] : strlen(pair)) : 0;
         int whole = p.window.mode == BERT_LONG_WINDOWS && !(pair && plen);
-        ep.max_length = whole ? 0 : maxlen;
-        int r1 = bert_tokenizer_encode(m->tok, texts[i], len, pair, plen, &ep,
-                                       s->enc, &r->error);
-        if (r1 == BERT_OK && s->enc->n == 0)
-            r1 = bert__err(&r->error, BERT_EINVAL, "the text gave no tokens");
+        int r1 = tokenize(m, s->enc, texts[i], len, pair, plen, maxlen, whole,
+                          &r->error);
         if (r1 != BERT_OK) {
             r->status = r1;
-            r->error.status = r1;
             continue;
         }
         r->n_tokens = s->enc->n;

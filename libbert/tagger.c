@@ -1026,9 +1026,9 @@ static int tag_run_post(void *data, const struct bert__windows *w, size_t g0,
                               logits, err);
 }
 
-int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
-                  size_t len, const bert_tag_params *params,
-                  bert_tag_result *out, bert_error *err)
+int bert_tag_text(bert_session *s, const char *text, size_t len,
+                  const bert_tag_params *params, bert_tag_result *out,
+                  bert_error *err)
 {
     bert_tag_params def;
     const bert_tag_params *p = &def;
@@ -1037,8 +1037,9 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
     reset(out);
     if (BERT__PARAMS(def, params, bert_tag_default_params, err))
         return BERT_EINVAL;
-    if (!m || !s || (!text && len))
+    if (!s || (!text && len))
         return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+    const bert_model *m = s->m;
     tag_priv *P = out->priv_;
     tag_call call = {m, P, text, len, p};
     int rc = tag_check(m, p, err);
@@ -1055,11 +1056,11 @@ int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
 }
 
 /* bert_tag_batch's per-text failure of a model run. */
-static void tag_fail(void *data, const bert__seq *q, const char *msg)
+static void tag_fail(void *data, const bert__seq *q, const bert_error *e)
 {
-    bert_error *e = (bert_error *)data + q->item;
-    if (e->status == BERT_OK)
-        bert__err(e, q->status, "%s", msg[0] ? msg : bert_strerror(q->status));
+    bert_error *te = (bert_error *)data + q->item;
+    if (te->status == BERT_OK) /* the first failed window tells */
+        *te = *e;
 }
 
 int bert_tag_batch(bert_session *s, const char *const *texts,

@@ -89,10 +89,10 @@ int bert__windows_run(bert_session *s, struct bert__windows *w, size_t group,
                        sizeof *w->logits))
             return bert__err(err, BERT_ENOMEM, "out of memory");
         bert_outputs out = {w->logits + at * C, NULL, NULL};
-        int rc = bert_session_run(s, w->in, g1 - g0, &out);
+        int rc = bert_session_run(s, w->in, g1 - g0, &out, err);
+        if (rc == BERT_OK && fn)
+            rc = fn(data, w, g0, g1, w->logits + at * C, err);
         if (rc != BERT_OK)
-            return bert__err(err, rc, "%s", bert_session_errmsg(s));
-        if (fn && (rc = fn(data, w, g0, g1, w->logits + at * C, err)))
             return rc;
         at += rows;
     }

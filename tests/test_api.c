@@ -96,13 +96,13 @@ static void test_null_ignore_labels(void)
     p.ignore_labels = NULL;
     p.n_ignore = 3;
     const char t[] = "Angela Merkel visited Paris.";
-    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_tag_text(s, t, strlen(t), &p, r, &err), BERT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "ignore_labels"));
     bert_tag_tokens in;
     memset(&in, 0, sizeof in);
     CU_ASSERT_EQUAL(bert_tag_aggregate(&in, &p, r, &err), BERT_EINVAL);
     p.n_ignore = 0; /* NULL with 0: keep everything */
-    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_tag_text(s, t, strlen(t), &p, r, &err), BERT_OK);
     bert_tag_result_free(r);
     bert_session_free(s);
     bert_model_free(m);
@@ -187,7 +187,7 @@ static void test_regression_raw_scores(void)
             continue;
         float sc[2];
         int label;
-        int rc = bert_classify_text(s, t, tl, pr, pl, sc, 2, &label);
+        int rc = bert_classify_text(s, t, tl, pr, pl, sc, 2, &label, &err);
         CU_ASSERT_EQUAL(rc, BERT_OK);
         for (int k = 0; k < 2 && rc == BERT_OK; k++) {
             double d = fabs(sc[k] - json_number_value(json_array_get(lg, k)));

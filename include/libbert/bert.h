@@ -9,13 +9,17 @@
  *   bert_session *s;
  *   bert_session_create(m, NULL, &s, &err);
  *   float probs[2]; int label;
- *   bert_classify_text(s, "a gorgeous film", 15, NULL, 0, probs, 2, &label);
- *   printf("%s %.3f\n", bert_model_label(m, label), probs[label]);
+ *   if (bert_classify_text(s, "a gorgeous film", 15, NULL, 0, probs, 2,
+ *                          &label, &err) == BERT_OK)
+ *       printf("%s %.3f\n", bert_model_label(m, label), probs[label]);
  *   bert_session_free(s); bert_model_free(m);
  *
  * A bert_model is immutable after load: share it between threads, each with
  * its own bert_session (the session owns the activation arena and the BLIS
- * thread settings).  Conventions are those of <libbert/bert_tokenizer.h>.
+ * thread settings).  Conventions are those of <libbert/bert_tokenizer.h>:
+ * every fallible call returns BERT_OK or a negative status and fills its
+ * last argument, a bert_error * (NULL when the detail is not wanted), on
+ * failure.
  */
 #ifndef LIBBERT_BERT_H
 #define LIBBERT_BERT_H
@@ -176,13 +180,14 @@ BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
  * being $LIBBERT_MODELDIR when that environment variable is set and not
  * empty, else the installed one.  Writes the NUL-terminated path to buf
  * (cap bytes) and returns BERT_OK when it holds a config.json;
- * BERT_EMISSING when it does not (the path is still written, for the
- * message); BERT_ERANGE when cap is too small; BERT_EINVAL for a NULL
- * argument or a name with a '/'.  For example:
+ * BERT_EMISSING when it does not (the path is still written); BERT_ERANGE
+ * when cap is too small; BERT_EINVAL for a NULL argument or a name with a
+ * '/'; err filled on failure.  For example:
  *   char dir[4096];
- *   if (bert_default_model_dir("sentiment", dir, sizeof dir) == BERT_OK)
+ *   if (bert_default_model_dir("sentiment", dir, sizeof dir, &err) == 0)
  *       rc = bert_model_load(dir, NULL, &m, &err); */
-BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap);
+BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap,
+                                    bert_error *err);
 /* Unmaps and frees everything; NULL is a no-op.  Sessions created from m
  * must be freed first. */
 BERT_API void bert_model_free(bert_model *m);
@@ -240,13 +245,11 @@ BERT_API int bert_session_create(const bert_model *m,
                                  bert_session **out, bert_error *err);
 /* NULL is a no-op. */
 BERT_API void bert_session_free(bert_session *s);
-/* Detail of the session's last failure ("" if none).  Borrowed; overwritten
- * by the next call on s. */
-BERT_API const char *bert_session_errmsg(const bert_session *s);
 /* Sets the number of threads of this session's matrix products (BLIS
- * per-call runtime; BLIS's global setting is never touched).  n_threads < 1
- * gives BERT_EINVAL. */
-BERT_API int bert_session_set_threads(bert_session *s, int n_threads);
+ * per-call runtime; BLIS's global setting is never touched).  n_threads
+ * outside 1..1024 gives BERT_EINVAL. */
+BERT_API int bert_session_set_threads(bert_session *s, int n_threads,
+                                      bert_error *err);
 /* The kernels s runs: "avx512", "avx2" or "blis-<BLIS configuration>"
  * (e.g. "blis-zen3"); with `packed` not NULL, *packed = 1 when the weight
  * products read panels packed at load.  Borrowed, lives as long as s. */
@@ -287,8 +290,8 @@ typedef struct bert_outputs {
 
 /* Runs the encoder and heads on `batch` >= 1 sequences.  Each sequence must
  * have 1 <= n <= bert_model_max_length(m), ids in [0, vocab_size) and type
- * ids in [0, type_vocab_size) (ignored by DistilBERT), else BERT_EINVAL with
- * the detail in bert_session_errmsg; BERT_ENOMEM when the arena cannot grow.
+ * ids in [0, type_vocab_size) (ignored by DistilBERT), else BERT_EINVAL
+ * (err names the sequence and token); BERT_ENOMEM when the arena cannot grow.
  * Outputs not produced by the model (pooler without a pooler, logits of a
  * base model) are left untouched.  Results equal running each sequence
  * alone (up to float rounding: BLIS may block differently).  On failure no
@@ -301,7 +304,8 @@ typedef struct bert_outputs {
  * one the pooler and classifier read: same outputs up to float rounding, 7%
  * less work for BERT-base. */
 BERT_API int bert_session_run(bert_session *s, const bert_input *in,
-                              size_t batch, const bert_outputs *out);
+                              size_t batch, const bert_outputs *out,
+                              bert_error *err);
 
 /* ---- pipelines --------------------------------------------------------- */
 
@@ -407,19 +411,22 @@ BERT_API bert_classify_params bert_classify_default_params(void);
  * n is the capacity of logits/scores (>= C, else BERT_ERANGE).  params NULL
  * = defaults.  Needs a model loaded with its tokenizer.  Returns BERT_OK,
  * BERT_EINVAL (not a sequence model, no tokenizer, bad stride), BERT_EUTF8,
- * BERT_ENOMEM; detail in bert_session_errmsg. */
+ * BERT_ENOMEM, a failed run's status; err filled (for BERT_EUTF8 with
+ * byte_offset). */
 BERT_API int bert_classify_text_ex(bert_session *s, const char *text,
                                    size_t len, const char *pair,
                                    size_t pair_len,
                                    const bert_classify_params *params,
                                    float *logits, float *scores, size_t n,
-                                   int *label, size_t *n_windows);
+                                   int *label, size_t *n_windows,
+                                   bert_error *err);
 
 /* bert_classify_text_ex with default params (truncation, default function)
  * and no logits: scores (n_scores >= num_labels) and the arg-max *label. */
 BERT_API int bert_classify_text(bert_session *s, const char *text, size_t len,
                                 const char *pair, size_t pair_len,
-                                float *scores, size_t n_scores, int *label);
+                                float *scores, size_t n_scores, int *label,
+                                bert_error *err);
 
 /* The result of one text of bert_classify_batch. */
 typedef struct bert_classify_result {
@@ -477,11 +484,12 @@ BERT_API int bert_classify_batch(bert_session *s, const char *const *texts,
  * on both sides; ties go to the earlier window); [CLS] comes from the first
  * window and the final [SEP] from the last.  Works for token-classification
  * models only (else BERT_EINVAL).  *n_windows (may be NULL) receives the
- * number of model runs. */
+ * number of model runs.  On failure err is filled. */
 BERT_API int bert_token_logits(bert_session *s, const char *text, size_t len,
                                const bert_window_params *params,
                                bert_encoding *enc, float *logits,
-                               size_t n_logits, size_t *n_windows);
+                               size_t n_logits, size_t *n_windows,
+                               bert_error *err);
 
 /* ---- sentence embeddings ---- */
 
@@ -515,9 +523,11 @@ BERT_API bert_embed_params bert_embed_default_params(void);
 /* Pools n rows of H floats (one text's last hidden state, hidden[n][H])
  * into out[H]: their mean (summed in double) or the first row, then the
  * optional L2 normalisation.  For callers of bert_session_run.  Returns
- * BERT_OK or BERT_EINVAL (a NULL array, n or H 0, unknown pooling). */
+ * BERT_OK or BERT_EINVAL (a NULL array, n or H 0, unknown pooling) with
+ * err filled. */
 BERT_API int bert_pool(const float *hidden, size_t n, size_t H,
-                       bert_pooling pooling, int normalize, float *out);
+                       bert_pooling pooling, int normalize, float *out,
+                       bert_error *err);
 
 /* Embeds n texts with the session's model (any task: the encoder's last
  * hidden state is pooled, heads are not run): texts[i] of lens[i] bytes
@@ -528,14 +538,14 @@ BERT_API int bert_pool(const float *hidden, size_t n, size_t H,
  * run several at a time (packed, no padding) within the session's arena;
  * each result equals embedding the text alone, up to float rounding.
  * params NULL = defaults.  Needs a model loaded with its tokenizer.
- * Returns BERT_OK; BERT_EINVAL, BERT_EUTF8 (the message names the text),
- * BERT_ENOMEM or a failed run's status, detail in bert_session_errmsg; on
- * failure out is untouched. */
+ * Returns BERT_OK; BERT_EINVAL, BERT_EUTF8 (the message names the text,
+ * byte_offset is in it), BERT_ENOMEM or a failed run's status, with err
+ * filled; on failure out is untouched. */
 BERT_API int bert_embed_texts(bert_session *s, const char *const *texts,
                               const size_t *lens, const char *const *pairs,
                               const size_t *pair_lens, size_t n,
                               const bert_embed_params *params, float *out,
-                              size_t n_out);
+                              size_t n_out, bert_error *err);
 
 /* ---- token-classification pipeline ---- */
 
@@ -648,13 +658,12 @@ BERT_API int bert_tag_aggregate(const bert_tag_tokens *in,
                                 const bert_tag_params *params,
                                 bert_tag_result *out, bert_error *err);
 
-/* Tags text (len bytes of UTF-8) with the token-classification model m,
- * running it on session s (created from m).  params NULL = defaults.
- * Returns BERT_OK; BERT_EUTF8 (err->byte_offset set), BERT_EINVAL (m is not
- * a token-classification model, bad stride), BERT_ENOMEM, or the status of
- * a failed model run.  On failure out->n is 0. */
-BERT_API int bert_tag_text(const bert_model *m, bert_session *s,
-                           const char *text, size_t len,
+/* Tags text (len bytes of UTF-8) with the session's token-classification
+ * model.  params NULL = defaults.  Returns BERT_OK; BERT_EUTF8
+ * (err->byte_offset set), BERT_EINVAL (not a token-classification model,
+ * bad stride), BERT_ENOMEM, or the status of a failed model run.  On
+ * failure out->n is 0. */
+BERT_API int bert_tag_text(bert_session *s, const char *text, size_t len,
                            const bert_tag_params *params,
                            bert_tag_result *out, bert_error *err);
 
