@@ -22,6 +22,14 @@ bert_model_params bert_model_default_params(void)
     return p;
 }
 
+int bert__progress_add(bert__progress *p, size_t n)
+{
+    p->done += n;
+    if (p->fn && p->fn(p->done, p->total, p->data))
+        return BERT_ECANCELED;
+    return BERT_OK;
+}
+
 static int exists(const char *path)
 {
     struct stat st;
@@ -35,6 +43,7 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     bert_model *m = NULL;
     char path[4096];
     int rc;
+    bert__progress pr = {NULL, NULL, 0, 0};
 
     if (out)
         *out = NULL;
@@ -99,9 +108,16 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     }
     if ((rc = bert__st_open(path, &m->st, err)) != BERT_OK)
         goto fail;
+    /* first a step without a measure: the tensors' sizes are known once
+     * they are bound, the packed matrices' once the kernels are chosen */
+    pr.fn = p.progress;
+    pr.data = p.progress_data;
+    if ((rc = bert__progress_add(&pr, 0)) != BERT_OK)
+        goto canceled;
     if ((rc = bert__weights_bind(&m->cfg, &m->st, path, &m->w, &m->conv,
                                  err)) != BERT_OK)
         goto fail;
+    pr.done = pr.total = m->st.size;
     /* pool_w is a pooler for BERT and RobertaModel only (DistilBERT's
      * pre_classifier and the RoBERTa/ELECTRA heads' dense reuse it) */
     m->has_pooler_out =
@@ -120,13 +136,6 @@ int bert_model_load(const char *dir, const bert_model_params *params,
                        "%s: precision \"%s\" with kernels \"%s\": %s", dir,
                        bert__precision_name(p.precision),
                        bert__kernels_name(p.kernels), why);
-        goto fail;
-    }
-    if (bert__mats_build(m, p.kernels, p.precision,
-                         p.n_threads < 1 ? 1 : p.n_threads,
-                         p.pack_cache_dir, path) != BERT_OK) {
-        rc = bert__err(err, BERT_ENOMEM,
-                       "%s: out of memory packing the weights", dir);
         goto fail;
     }
 
@@ -159,8 +168,23 @@ int bert_model_load(const char *dir, const bert_model_params *params,
         if (ml > 0 && ml < m->max_len)
             m->max_len = ml;
     }
+    /* last, the long part: everything that can fail on the files has */
+    rc = bert__mats_build(m, p.kernels, p.precision,
+                          p.n_threads < 1 ? 1 : p.n_threads, p.pack_cache_dir,
+                          path, &pr);
+    if (rc == BERT_ECANCELED)
+        goto canceled;
+    if (rc != BERT_OK) {
+        rc = bert__err(err, BERT_ENOMEM,
+                       "%s: out of memory packing the weights", dir);
+        goto fail;
+    }
     *out = m;
     return BERT_OK;
+
+canceled:
+    rc = bert__err(err, BERT_ECANCELED, "%s: loading canceled after %zu of "
+                   "%zu bytes", dir, pr.done, pr.total);
 
 fail:
     if (err)

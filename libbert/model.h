@@ -76,17 +76,32 @@ typedef struct bert_mats {
     size_t map_size;
 } bert_mats;
 
+/* A load's progress (bert_model_params.progress): done and total in bytes
+ * of weights. */
+typedef struct bert__progress {
+    bert_progress_fn fn;    /* NULL: nothing to report */
+    void *data;
+    size_t done, total;
+} bert__progress;
+
+/* Adds n to p->done and reports done and total; BERT_ECANCELED when the
+ * callback asks to stop, else BERT_OK. */
+int bert__progress_add(bert__progress *p, size_t n);
+
 /* Fills m->mats from m->w; with kernels other than BLIS (and a CPU that has
  * libbert's kernels), packs every matrix on n_threads threads (the
  * encoder's in prec, which kernels must run; AUTO: the best tier for prec;
  * pooler and classifier in FP32) and releases
  * the pages of the mapped originals (madvise), so one copy stays resident.
  * With cache_dir, the panels come from (or are saved to) a file there that
- * every process loading the same st_path shares (packed.c).  BERT_OK or
- * BERT_ENOMEM. */
+ * every process loading the same st_path shares (packed.c).  Adds the
+ * float32 bytes of the matrices it packs to pr->total, reports once before
+ * packing and after each matrix.  BERT_OK, BERT_ENOMEM or BERT_ECANCELED
+ * (m->mats freed on failure). */
 int bert__mats_build(bert_model *m, bert_kernels kernels,
                      bert_precision prec, int n_threads,
-                     const char *cache_dir, const char *st_path);
+                     const char *cache_dir, const char *st_path,
+                     bert__progress *pr);
 void bert__mats_free(bert_mats *mm);
 
 /* ---- model ---------------------------------------------------------------- */

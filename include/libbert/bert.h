@@ -119,6 +119,14 @@ typedef struct bert_config {
 
 /* ---- model ------------------------------------------------------------- */
 
+/* Progress and cancellation of a long call (bert_model_load,
+ * bert_classify_batch, bert_tag_batch; each says what done and total
+ * count).  Called on the calling thread, between steps; done = total = 0
+ * marks a step without a measure.  A nonzero return cancels the call,
+ * which returns BERT_ECANCELED as soon as the current step is over (no
+ * result of that call is to be used). */
+typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+
 typedef struct bert_model_params {
     size_t size;            /* sizeof this struct, set by the default
                                function: start from it (docs/abi.md) */
@@ -147,6 +155,18 @@ typedef struct bert_model_params {
                                BERT_EUNSUPPORTED naming the missing feature,
                                never a silent fallback.  Sessions of such a
                                model need a tier that runs the precision. */
+    bert_progress_fn progress; /* default NULL.  Called once with done =
+                               total = 0 when config.json is read and
+                               model.safetensors mapped, then with done
+                               and total in bytes of weights: the bytes of
+                               model.safetensors once its tensors are bound
+                               (F16/BF16 ones converted), plus those of each
+                               weight matrix as it is packed (all at once
+                               when mapped from the pack cache); the last
+                               call has done == total.  A nonzero return
+                               cancels the load: BERT_ECANCELED, *out NULL,
+                               nothing left allocated or mapped. */
+    void *progress_data;    /* passed to progress */
 } bert_model_params;
 
 BERT_API bert_model_params bert_model_default_params(void);
@@ -357,13 +377,10 @@ typedef struct bert_window_params {
 
 BERT_API bert_window_params bert_window_default_params(void);
 
-/* Progress and cancellation of the batched calls (bert_classify_batch,
- * bert_tag_batch).  Called on the calling thread, between steps: once after
- * each text is tokenized with done = total = 0, then after each model run
- * with the sequences run so far and their total.  A nonzero return cancels
- * the call, which then returns BERT_ECANCELED as soon as the current step
- * is over (no result of that call is to be used). */
-typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+/* The batched calls' progress and cancellation: bert_progress_fn (under
+ * "model"), called once after each text is tokenized with done = total =
+ * 0, then after each model run with the sequences run so far and their
+ * total. */
 
 /* How the batched calls pack their sequences into model runs: sequences
  * sorted by token count (shortest first, ties in input order), cut into
