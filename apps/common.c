@@ -222,6 +222,24 @@ int app_parse_threads(const char *prog, const char *s)
     return (int)v;
 }
 
+void app_text_error(const char *prog, const char *where, long line,
+                    const char *msg)
+{
+    if (line > 0)
+        fprintf(stderr, "%s: %s:%ld: %s\n", prog, where, line, msg);
+    else
+        fprintf(stderr, "%s: %s: %s\n", prog, where, msg);
+}
+
+int app_exit_status(const char *prog, long long n_errors)
+{
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "%s: write error: %s\n", prog, strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    return n_errors ? EXIT_BADINPUT : EXIT_OK;
+}
+
 /* ---- files written whole or not at all ---- */
 
 FILE *app_create(const char *path, char *tmp)

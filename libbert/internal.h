@@ -104,6 +104,17 @@ static inline int bert__mul_size(size_t a, size_t b, size_t *out)
     return 0;
 }
 
+/* Index of the largest of v[0..n) (n >= 1), the first on ties: the label
+ * of a row of logits or probabilities, as numpy's argmax. */
+static inline size_t bert__argmax(const float *v, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = i;
+    return best;
+}
+
 /* Makes the array *pp (of *cap elements of el bytes) hold at least `need`
  * elements, doubling its capacity (from 16) so that appending one element
  * at a time stays linear.  Returns BERT_OK, or BERT_ENOMEM with the array

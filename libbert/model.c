@@ -206,6 +206,16 @@ void bert_model_free(bert_model *m)
     free(m);
 }
 
+int bert__model_task(const bert_model *m, bert_task task, bert_error *err)
+{
+    if (m->cfg.pub.task == task)
+        return BERT_OK;
+    return bert__err(err, BERT_EINVAL, "%s is not a %s model",
+                     m->cfg.architecture,
+                     task == BERT_TASK_TOKEN ? "token-classification"
+                                             : "sequence-classification");
+}
+
 const bert_config *bert_model_config(const bert_model *m)
 {
     return m ? &m->cfg.pub : NULL;

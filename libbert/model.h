@@ -117,6 +117,11 @@ struct bert_model {
     int has_pooler_out;         /* pooler output exists (BERT with pooler) */
 };
 
+/* BERT_OK when m is a `task` model (sequence or token classification),
+ * else BERT_EINVAL with err naming its architecture: the check of every
+ * pipeline. */
+int bert__model_task(const bert_model *m, bert_task task, bert_error *err);
+
 /* ---- session -------------------------------------------------------------- */
 
 struct bert_session {

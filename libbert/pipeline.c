@@ -105,10 +105,8 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
-        return bert__err(err, BERT_EINVAL,
-                         "%s is not a sequence-classification model",
-                         m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_SEQUENCE, err)))
+        return rc;
     if (!text)
         return bert__err(err, BERT_EINVAL, "text is NULL");
     if ((logits || scores) && n < C)
@@ -148,16 +146,12 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
         nw = w->count;
         bert__windows_mean(w->logits, nw, C, acc);
     }
-    int best = 0;
-    for (size_t i = 1; i < C; i++)
-        if (acc[i] > acc[best])
-            best = (int)i;
     if (scores)
         bert_apply_function(m, p.function, acc, scores);
     if (logits)
         memcpy(logits, acc, C * sizeof *logits);
     if (label)
-        *label = best;
+        *label = (int)bert__argmax(acc, C);
     if (n_windows)
         *n_windows = nw;
     return BERT_OK;
@@ -200,10 +194,8 @@ int bert_token_logits(bert_session *s, const char *text, size_t len,
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_TOKEN)
-        return bert__err(err, BERT_EINVAL,
-                         "%s is not a token-classification model",
-                         m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_TOKEN, err)))
+        return rc;
     if (!text || !enc)
         return bert__err(err, BERT_EINVAL, "text or enc is NULL");
     if ((rc = window_setup(m, &p, &maxlen, err)))
@@ -427,10 +419,8 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen, need;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
-        return bert__err(err, BERT_EINVAL,
-                         "%s is not a sequence-classification model",
-                         m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_SEQUENCE, err)))
+        return rc;
     if (n == 0)
         return BERT_OK;
     if (!texts || !results)
@@ -520,11 +510,7 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
         /* the windows' rows follow each other, in window order */
         bert__windows_mean(b->logits + b->seq[first].row * C, r->n_windows,
                            C, acc);
-        int best = 0;
-        for (size_t c = 1; c < C; c++)
-            if (acc[c] > acc[best])
-                best = (int)c;
-        r->label = best;
+        r->label = (int)bert__argmax(acc, C);
         if (scores)
             bert_apply_function(m, p.function, acc, scores + i * C);
         if (logits)

@@ -43,7 +43,13 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
         bert__mul_size(maxn, maxn, &ss) || th > ((size_t)-1) / 64 ||
         ti > ((size_t)-1) / 64 || ss > ((size_t)-1) / 64)
         return BERT_ENOMEM;
-    total = 6 * al16(th) + al16(ti) + al16(ss);
+    /* the buffers, in arena order, and their sizes in floats */
+    float **buf[] = {&s->x,   &s->q,   &s->k,     &s->v,
+                     &s->ctx, &s->tmp, &s->inter, &s->scores};
+    size_t len[] = {th, th, th, th, th, th, ti, ss};
+    total = 0;
+    for (size_t i = 0; i < 8; i++)
+        total += al16(len[i]);
     if (total > ((size_t)-1) / sizeof(float))
         return BERT_ENOMEM;
     float *a = NULL;
@@ -53,21 +59,10 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
     s->arena = a;
     s->cap_tokens = T;
     s->cap_seq = maxn;
-    s->x = a;
-    a += al16(th);
-    s->q = a;
-    a += al16(th);
-    s->k = a;
-    a += al16(th);
-    s->v = a;
-    a += al16(th);
-    s->ctx = a;
-    a += al16(th);
-    s->tmp = a;
-    a += al16(th);
-    s->inter = a;
-    a += al16(ti);
-    s->scores = a;
+    for (size_t i = 0; i < 8; i++) {
+        *buf[i] = a;
+        a += al16(len[i]);
+    }
     return BERT_OK;
 }
 

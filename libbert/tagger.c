@@ -18,6 +18,7 @@
 #include "libbert/internal.h"
 #include "libbert/model.h"
 #include "libbert/windows.h"
+#include "tokenizer/tokenizer_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -210,41 +211,6 @@ static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
     return 0;
 }
 
-/* GPT-2's bytes_to_unicode inverted: the byte a character of a byte-level
- * token stands for, or -1 for a character outside the map. */
-static int char_byte(uint32_t c)
-{
-    if ((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) ||
-        (c >= 0xAE && c <= 0xFF))
-        return (int)c;
-    if (c < 0x100 || c >= 0x100 + 68)
-        return -1;
-    /* the 68 other bytes in order: 0x00-0x20, 0x7F-0xA0, 0xAD */
-    c -= 0x100;
-    return c < 33 ? (int)c : c < 67 ? (int)(0x7F + c - 33) : 0xAD;
-}
-
-/* Decodes one code point of valid UTF-8 at s; its length in *n. */
-static uint32_t utf8_cp(const unsigned char *s, size_t *n)
-{
-    if (s[0] < 0x80) {
-        *n = 1;
-        return s[0];
-    }
-    if (s[0] < 0xE0) {
-        *n = 2;
-        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (s[0] < 0xF0) {
-        *n = 3;
-        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) |
-               (s[2] & 0x3F);
-    }
-    *n = 4;
-    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-           ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-}
-
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 with *bad set to the
  * length of its maximal invalid subpart (Unicode's "substitution of
  * maximal subparts", as Rust's from_utf8_lossy). */
@@ -308,7 +274,7 @@ static int decode_words_bytes(tag_priv *P, const size_t *word,
         size_t k = 0, start = nb;
         while (k < wl) {
             size_t cl;
-            int b = char_byte(utf8_cp(t + k, &cl));
+            int b = bert__bytelevel_byte(bert__utf8_get(t + k, &cl));
             if (b < 0)
                 break;
             P->piece[nb++] = (char)b;
@@ -400,15 +366,6 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
 
 /* ---- aggregation --------------------------------------------------------- */
 
-static size_t argmax(const float *v, size_t n)
-{
-    size_t best = 0;
-    for (size_t i = 1; i < n; i++)
-        if (v[i] > v[best])
-            best = i;
-    return best;
-}
-
 static size_t cp_count(const char *s, size_t n)
 {
     size_t c = 0;
@@ -462,20 +419,20 @@ static int aggregate_word(tag_priv *P, const bert_tag_tokens *in,
                      sizeof(pre_entity), &e->word, &e->word_len))
         return -1;
     if (agg == BERT_AGG_FIRST) {
-        idx = argmax(pe[a].scores, C);
+        idx = bert__argmax(pe[a].scores, C);
         score = pe[a].scores[idx];
     } else if (agg == BERT_AGG_MAX) {
         /* max(entities, key=scores.max()): the first maximum wins */
         size_t best = a;
-        float bestv = pe[a].scores[argmax(pe[a].scores, C)];
+        float bestv = pe[a].scores[bert__argmax(pe[a].scores, C)];
         for (size_t i = a + 1; i < b; i++) {
-            float v = pe[i].scores[argmax(pe[i].scores, C)];
+            float v = pe[i].scores[bert__argmax(pe[i].scores, C)];
             if (v > bestv) {
                 bestv = v;
                 best = i;
             }
         }
-        idx = argmax(pe[best].scores, C);
+        idx = bert__argmax(pe[best].scores, C);
         score = pe[best].scores[idx];
     } else {
         /* np.nanmean(stack, axis=0) in float32: the rows are summed in
@@ -487,7 +444,7 @@ static int aggregate_word(tag_priv *P, const bert_tag_tokens *in,
                 acc += pe[i].scores[c];
             avg[c] = (float)((double)acc / (double)(b - a));
         }
-        idx = argmax(avg, C);
+        idx = bert__argmax(avg, C);
         score = avg[idx];
     }
     e->label = (int)idx;
@@ -703,7 +660,7 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
         for (size_t i = 0; i < npre; i++) {
             const pre_entity *pe = &P->pre[i];
             ent *e = &P->tok[i];
-            size_t idx = argmax(pe->scores, C);
+            size_t idx = bert__argmax(pe->scores, C);
             e->label = (int)idx;
             e->score = pe->scores[idx];
             e->index = pe->index;
@@ -868,9 +825,9 @@ static int tag_check(const bert_model *m, const bert_tag_params *p,
                      bert_error *err)
 {
     const bert_config *cfg = bert_model_config(m);
-    if (!cfg || cfg->task != BERT_TASK_TOKEN)
-        return bert__err(err, BERT_EINVAL,
-                         "the model is not a token-classification model");
+    int rc = bert__model_task(m, BERT_TASK_TOKEN, err);
+    if (rc)
+        return rc;
     if (!bert_model_tokenizer(m))
         return bert__err(err, BERT_EINVAL, "the model has no tokenizer");
     size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
