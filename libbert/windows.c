@@ -108,7 +108,7 @@ int bert__windows_add(const struct bert__windows *w, struct bert__batch *b,
     return rc;
 }
 
-/* ---- mapping back --------------------------------------------------------- */
+/* ---- mapping back -------------------------------------------------------- */
 
 void bert__windows_mean(const float *rows, size_t nw, size_t C, float *acc)
 {

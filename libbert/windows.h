@@ -86,7 +86,7 @@ int bert__windows_run(bert_session *s, struct bert__windows *w, size_t group,
 int bert__windows_add(const struct bert__windows *w, struct bert__batch *b,
                       size_t item);
 
-/* ---- mapping back --------------------------------------------------------- */
+/* ---- mapping back -------------------------------------------------------- */
 
 /* acc[C] = the mean of nw >= 1 rows of C floats (rows[nw][C]), summed in
  * window order in float from 0, then divided by nw: a windowed text's
