@@ -34,7 +34,8 @@ struct bert__windows {
     size_t buf_cap;
     bert_input *in;         /* [g1 - g0] pointing into buf */
     size_t in_cap;
-    float *logits;          /* bert__windows_run's rows of one group */
+    float *logits;          /* bert__windows_run's rows: of one run, or of
+                               every window with keep */
     size_t logits_cap;
 };
 
