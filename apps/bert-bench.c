@@ -431,10 +431,11 @@ static int time_runs(const opts *o, bert_session *s, const bert_input *in,
         r->foreign_before = wait_quiet(o->quiet_wait);
     double w0 = now_s();
     for (int i = 0; i < 1 || now_s() - w0 < 0.5; i++) {
-        int rc = bert_session_run(s, in, batch, out);
+        bert_error err;
+        int rc = bert_session_run(s, in, batch, out, &err);
         if (rc) {
             fprintf(stderr, "bert-bench: run: %s: %s\n", bert_strerror(rc),
-                    bert_session_errmsg(s));
+                    err.text);
             return -1;
         }
     }
@@ -450,7 +451,7 @@ static int time_runs(const opts *o, bert_session *s, const bert_input *in,
     }
     while (n < cap && (o->reps > 0 || n < 5 || now_s() - s0 < o->min_time)) {
         double c = own_cpu_s(), a = now_s();
-        bert_session_run(s, in, batch, out);
+        bert_session_run(s, in, batch, out, NULL);
         t[n] = now_s() - a;
         cpu[n++] = own_cpu_s() - c;
     }
@@ -686,8 +687,9 @@ int main(int argc, char **argv)
             }
             double b = now_s();
             tok_s += b - a;
-            if (k && bert_session_run(s, in, k, &out)) {
-                fprintf(stderr, "bert-bench: run: %s\n", bert_session_errmsg(s));
+            bert_error err;
+            if (k && bert_session_run(s, in, k, &out, &err)) {
+                fprintf(stderr, "bert-bench: run: %s\n", err.text);
                 ok = 0;
             }
             run_s += now_s() - b;

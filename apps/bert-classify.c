@@ -577,13 +577,13 @@ static void check_row(reader *rd, row *r)
     size_t tlen = r->flen[rd->col];
     const char *pair = rd->pcol >= 0 ? r->buf + r->foff[rd->pcol] : NULL;
     size_t plen = rd->pcol >= 0 ? r->flen[rd->pcol] : 0;
-    size_t v = app_utf8_valid(text, tlen);
+    size_t v = bert_utf8_valid(text, tlen);
     if (v != tlen) {
         row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
                  col_name(rd, rd->col, cn, sizeof cn), v);
         return;
     }
-    if (pair && (v = app_utf8_valid(pair, plen)) != plen) {
+    if (pair && (v = bert_utf8_valid(pair, plen)) != plen) {
         row_fail(r, ERR_INPUT, "invalid UTF-8 in column %s at byte %zu",
                  col_name(rd, rd->pcol, cn, sizeof cn), v);
         return;
@@ -1212,14 +1212,6 @@ int main(int argc, char **argv)
         case 'k': a->top_k = (size_t)parse_num("--top-k", optarg, 1); break;
         case 'b': a->batch = (size_t)parse_num("--batch", optarg, 1); break;
         case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
-        case 't':
-            if ((a->threads = app_parse_threads(PROG, optarg)) < 0)
-                return EXIT_USAGE;
-            break;
-        case 'R':
-            if (app_set_precision(PROG, optarg))
-                return EXIT_USAGE;
-            break;
         case 'H': a->no_header = 1; break;
         case 'P': a->prefix = optarg; break;
         case 'f':
@@ -1233,13 +1225,11 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V':
-            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
-            return EXIT_OK;
-        default:
-            fprintf(stderr, "Try '" PROG " --help'.\n");
-            return EXIT_USAGE;
+        default: {
+            int st = app_option(PROG, opt, optarg, &a->threads, usage);
+            if (st >= 0)
+                return st;
+        }
         }
     }
     if (!a->col_spec && a->no_header) {

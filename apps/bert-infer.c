@@ -137,38 +137,6 @@ static size_t argmax(const float *x, size_t n)
     return b;
 }
 
-/* Offset of the first invalid UTF-8 byte of s[0..n), or n. */
-static size_t utf8_check(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t k;
-        unsigned min, cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            k = 1, min = 0x80, cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            k = 2, min = 0x800, cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            k = 3, min = 0x10000, cp = c & 0x07;
-        } else {
-            return i;
-        }
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + j] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return i;
-        i += k + 1;
-    }
-    return n;
-}
-
 /* ---- main ----------------------------------------------------------------- */
 
 typedef struct line {
@@ -346,7 +314,7 @@ int main(int argc, char **argv)
             l->no = ++lineno;
             l->ok = 0;
             size_t len = (size_t)n;
-            size_t bad = utf8_check((const unsigned char *)buf, len);
+            size_t bad = bert_utf8_valid(buf, len);
             if (bad < len) {
                 snprintf(l->error, sizeof l->error,
                          "line %ld: invalid UTF-8 at byte %zu", l->no, bad);
@@ -399,7 +367,7 @@ int main(int argc, char **argv)
         }
         if (ni) {
             bert_outputs out = {logits, pool, hid};
-            rc = bert_session_run(s, in, ni, &out);
+            rc = bert_session_run(s, in, ni, &out, NULL);
             /* A failed run (one bad line fails the whole batch): each line
              * alone, into its own place of the outputs, so that only the
              * bad lines get an error and line N still answers line N. */
@@ -413,10 +381,11 @@ int main(int argc, char **argv)
                            : NULL,
                     pool ? pool + l->slot * H : NULL,
                     hid ? hid + l->row * H : NULL};
-                int r1 = bert_session_run(s, &in[l->slot], 1, &one);
+                bert_error e;
+                int r1 = bert_session_run(s, &in[l->slot], 1, &one, &e);
                 if (r1 != BERT_OK) {
                     snprintf(l->error, sizeof l->error, "line %ld: %s: %s",
-                             l->no, bert_strerror(r1), bert_session_errmsg(s));
+                             l->no, bert_strerror(r1), e.text);
                     l->ok = 0;
                 }
             }
@@ -435,7 +404,7 @@ int main(int argc, char **argv)
             fputs("{\"ids\":", stdout);
             json_ids(stdout, l->enc->ids, n);
             if (embed) {
-                bert_pool(hid + r0 * H, n, H, pooling, normalize, emb);
+                bert_pool(hid + r0 * H, n, H, pooling, normalize, emb, NULL);
                 fputs(",\"embedding\":", stdout);
                 json_floats(stdout, emb, H);
             } else if (c->task == BERT_TASK_SEQUENCE) {

@@ -23,6 +23,18 @@ typedef struct ctx {
     long long n_errors;
 } ctx;
 
+/* The start of a JSON line: {"text": ... and its "text_pair". */
+static void json_input(const char *text, size_t len, const char *pair,
+                       size_t plen)
+{
+    fputs("{\"text\":", stdout);
+    app_json_string(stdout, text, len);
+    if (pair) {
+        fputs(",\"text_pair\":", stdout);
+        app_json_string(stdout, pair, plen);
+    }
+}
+
 static int classify(void *arg, const char *text, size_t len,
                     const char *pair, size_t plen, const char *where,
                     long line)
@@ -31,9 +43,10 @@ static int classify(void *arg, const char *text, size_t len,
     int label;
     const char *msg = NULL;
     char buf[600];
+    bert_error err;
     int rc = BERT_EUTF8;
-    size_t v = text ? app_utf8_valid(text, len) : 0;
-    size_t pv = pair ? app_utf8_valid(pair, plen) : 0;
+    size_t v = text ? bert_utf8_valid(text, len) : 0;
+    size_t pv = pair ? bert_utf8_valid(pair, plen) : 0;
     if (!text) { /* a bad JSON Lines record: pair holds the reason */
         snprintf(buf, sizeof buf, "%.*s", (int)plen, pair);
         msg = buf;
@@ -43,9 +56,9 @@ static int classify(void *arg, const char *text, size_t len,
     } else if (v == len && pv == plen) {
         bert_classify_params p = bert_classify_default_params();
         rc = bert_classify_text_ex(c->s, text, len, pair, plen, &p, NULL,
-                                   c->scores, c->C, &label, NULL);
+                                   c->scores, c->C, &label, NULL, &err);
         if (rc)
-            msg = bert_session_errmsg(c->s);
+            msg = err.text;
     } else if (v != len) {
         snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
         msg = buf;
@@ -58,17 +71,9 @@ static int classify(void *arg, const char *text, size_t len,
         c->n_errors++;
         if (!msg || !*msg)
             msg = bert_strerror(rc);
-        if (line > 0)
-            fprintf(stderr, PROG ": %s:%ld: %s\n", where, line, msg);
-        else
-            fprintf(stderr, PROG ": %s: %s\n", where, msg);
+        app_text_error(PROG, where, line, msg);
         if (c->json) {
-            fputs("{\"text\":", stdout);
-            app_json_string(stdout, text, len);
-            if (pair) {
-                fputs(",\"text_pair\":", stdout);
-                app_json_string(stdout, pair, plen);
-            }
+            json_input(text, len, pair, plen);
             fputs(",\"error\":", stdout);
             app_json_string(stdout, msg, strlen(msg));
             fputs("}\n", stdout);
@@ -81,12 +86,7 @@ static int classify(void *arg, const char *text, size_t len,
     }
     const char *name = bert_model_label(c->m, label);
     if (c->json) {
-        fputs("{\"text\":", stdout);
-        app_json_string(stdout, text, len);
-        if (pair) {
-            fputs(",\"text_pair\":", stdout);
-            app_json_string(stdout, pair, plen);
-        }
+        json_input(text, len, pair, plen);
         fputs(",\"label\":", stdout);
         app_json_string(stdout, name, strlen(name));
         printf(",\"score\":%.9g,\"scores\":{", (double)c->scores[label]);
@@ -158,21 +158,11 @@ int main(int argc, char **argv)
         case 'm': model_dir = optarg; break;
         case 'j': C.json = 1; break;
         case 'J': C.jsonl = 1; break;
-        case 't':
-            if ((threads = app_parse_threads(PROG, optarg)) < 0)
-                return EXIT_USAGE;
-            break;
-        case 'R':
-            if (app_set_precision(PROG, optarg))
-                return EXIT_USAGE;
-            break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V':
-            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
-            return EXIT_OK;
-        default:
-            fprintf(stderr, "Try '" PROG " --help'.\n");
-            return EXIT_USAGE;
+        default: {
+            int st = app_option(PROG, opt, optarg, &threads, usage);
+            if (st >= 0)
+                return st;
+        }
         }
     }
     if (!(C.m = app_load_model(PROG, &model_dir, "sentiment", "sentiment",
@@ -192,11 +182,7 @@ int main(int argc, char **argv)
     }
     if (app_each_text(PROG, argc, argv, optind, C.jsonl, classify, &C))
         C.n_errors++;
-    int status = C.n_errors ? EXIT_BADINPUT : EXIT_OK;
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
-        status = EXIT_BADINPUT;
-    }
+    int status = app_exit_status(PROG, C.n_errors);
     free(C.scores);
     bert_session_free(C.s);
     bert_model_free(C.m);

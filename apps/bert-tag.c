@@ -96,14 +96,11 @@ static int tag_one(void *arg, const char *text, size_t len, const char *pair,
         snprintf(err.text, sizeof err.text,
                  "a token-classification model takes no text_pair");
     } else {
-        rc = bert_tag_text(t->m, t->s, text, len, &t->params, t->res, &err);
+        rc = bert_tag_text(t->s, text, len, &t->params, t->res, &err);
     }
     if (rc) {
         t->n_errors++;
-        if (line > 0)
-            fprintf(stderr, PROG ": %s:%ld: %s\n", where, line, err.text);
-        else
-            fprintf(stderr, PROG ": %s: %s\n", where, err.text);
+        app_text_error(PROG, where, line, err.text);
         /* keep one output record per input */
         if (t->format == FMT_JSON) {
             fputs("{\"error\":", stdout);
@@ -246,21 +243,11 @@ int main(int argc, char **argv)
             }
             break;
         case 'J': jsonl = 1; break;
-        case 't':
-            if ((threads = app_parse_threads(PROG, optarg)) < 0)
-                return EXIT_USAGE;
-            break;
-        case 'R':
-            if (app_set_precision(PROG, optarg))
-                return EXIT_USAGE;
-            break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V':
-            printf(PROG " (libbert) %s\n", BERT_VERSION_STRING);
-            return EXIT_OK;
-        default:
-            fprintf(stderr, "Try '" PROG " --help'.\n");
-            return EXIT_USAGE;
+        default: {
+            int st = app_option(PROG, opt, optarg, &threads, usage);
+            if (st >= 0)
+                return st;
+        }
         }
     }
     if (ignore_given) {
@@ -298,11 +285,7 @@ int main(int argc, char **argv)
 
     if (app_each_text(PROG, argc, argv, optind, jsonl, tag_one, &T))
         T.n_errors++;
-    int status = T.n_errors ? EXIT_BADINPUT : EXIT_OK;
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
-        status = EXIT_BADINPUT;
-    }
+    int status = app_exit_status(PROG, T.n_errors);
     bert_tag_result_free(T.res);
     bert_session_free(T.s);
     bert_model_free(m);

@@ -98,7 +98,7 @@ static int parse_count(const char *name, const char *s, long min, long *v)
 static int check_special(const char *list)
 {
     size_t n = strlen(list);
-    if (app_utf8_valid(list, n) != n || strpbrk(list, "\n\r")) {
+    if (bert_utf8_valid(list, n) != n || strpbrk(list, "\n\r")) {
         fprintf(stderr, PROG ": --special: tokens must be UTF-8 without line breaks\n");
         return -1;
     }

@@ -113,42 +113,12 @@ const char *app_default_model(const char *name, char *buf, size_t cap)
 }
 
 
-/* Length of the UTF-8 sequence at s (1..4) if valid, else 0. */
+/* Length of the UTF-8 sequence at s (1..4) if valid, else 0: the length
+ * its first byte announces, when the library takes those bytes as valid. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2 || c > 0xF4)
-        return 0;
-    size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if (c == 0xE0 && s[1] < 0xA0)
-        return 0; /* overlong */
-    if (c == 0xED && s[1] > 0x9F)
-        return 0; /* surrogate */
-    if (c == 0xF0 && s[1] < 0x90)
-        return 0; /* overlong */
-    if (c == 0xF4 && s[1] > 0x8F)
-        return 0; /* > U+10FFFF */
-    return len;
-}
-
-size_t app_utf8_valid(const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        size_t l = utf8_seq(u + i, n - i);
-        if (!l)
-            return i;
-        i += l;
-    }
-    return n;
+    size_t len = s[0] < 0x80 ? 1 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    return len <= n && bert_utf8_valid((const char *)s, len) == len ? len : 0;
 }
 
 void app_json_string(FILE *f, const char *s, size_t n)
@@ -250,6 +220,24 @@ int app_parse_threads(const char *prog, const char *s)
         v = cpus;
     }
     return (int)v;
+}
+
+void app_text_error(const char *prog, const char *where, long line,
+                    const char *msg)
+{
+    if (line > 0)
+        fprintf(stderr, "%s: %s:%ld: %s\n", prog, where, line, msg);
+    else
+        fprintf(stderr, "%s: %s: %s\n", prog, where, msg);
+}
+
+int app_exit_status(const char *prog, long long n_errors)
+{
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "%s: write error: %s\n", prog, strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    return n_errors ? EXIT_BADINPUT : EXIT_OK;
 }
 
 /* ---- files written whole or not at all ---- */

@@ -25,9 +25,6 @@ const char *app_default_model(const char *name, char *buf, size_t cap);
  * bytes become U+FFFD, control characters are escaped. */
 void app_json_string(FILE *f, const char *s, size_t n);
 
-/* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). */
-size_t app_utf8_valid(const char *s, size_t n);
-
 /* The value of --threads: a number from 1 to 1024 (else prints
  * "PROG: --threads needs a number from 1 to 1024, not 'S'" and returns -1:
  * a usage error).  A count above the CPUs this process may run on
@@ -35,6 +32,16 @@ size_t app_utf8_valid(const char *s, size_t n);
  * OpenMP and BLIS threads spin while they wait, and more of them than cores
  * turned 20 lines of 0.17 s into 41 s. */
 int app_parse_threads(const char *prog, const char *s);
+
+/* "PROG: WHERE:LINE: MSG" (line > 0) or "PROG: WHERE: MSG" on stderr: why
+ * one input text got no result. */
+void app_text_error(const char *prog, const char *where, long line,
+                    const char *msg);
+
+/* The exit status of a tool that wrote its results to stdout: flushes
+ * stdout, then EXIT_BADINPUT when that fails (after "PROG: write error:
+ * ...") or n_errors > 0, else EXIT_OK. */
+int app_exit_status(const char *prog, long long n_errors);
 
 /* 1 when a progress line may be drawn on stderr: stderr is a terminal and
  * stdout is not that same terminal (there the data would mix with it). */
@@ -105,6 +112,15 @@ int app_set_precision(const char *prog, const char *name);
 /* The precision asked for (option, else environment) in *out; -1 after
  * printing "PROG: ..." when BERT_PRECISION names none. */
 int app_precision(const char *prog, bert_precision *out);
+
+/* The options every model tool takes, for the default branch of its
+ * getopt_long loop: -t/--threads N (into *threads, app_parse_threads),
+ * --precision P (app_set_precision), -h/--help (usage(stdout)),
+ * -V/--version, and any other option (a usage error after "Try 'PROG
+ * --help'.").  Returns -1 when parsing goes on, else the status the tool
+ * exits with now: EXIT_OK after --help or --version, else EXIT_USAGE. */
+int app_option(const char *prog, int opt, const char *arg, int *threads,
+               void (*usage)(FILE *));
 
 /* A session on m with `threads` threads, or NULL after printing
  * "PROG: DIR: reason" to stderr. */

@@ -53,6 +53,27 @@ int app_precision(const char *prog, bert_precision *out)
     return precision_of(prog, getenv("BERT_PRECISION"), "BERT_PRECISION=", out);
 }
 
+int app_option(const char *prog, int opt, const char *arg, int *threads,
+               void (*usage)(FILE *))
+{
+    switch (opt) {
+    case 't':
+        return (*threads = app_parse_threads(prog, arg)) < 0 ? EXIT_USAGE
+                                                             : -1;
+    case 'R':
+        return app_set_precision(prog, arg) ? EXIT_USAGE : -1;
+    case 'h':
+        usage(stdout);
+        return EXIT_OK;
+    case 'V':
+        printf("%s (libbert) %s\n", prog, BERT_VERSION_STRING);
+        return EXIT_OK;
+    default:
+        fprintf(stderr, "Try '%s --help'.\n", prog);
+        return EXIT_USAGE;
+    }
+}
+
 bert_model *app_load_model(const char *prog, const char **dir,
                            const char *name, const char *what,
                            bert_task task)

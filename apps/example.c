@@ -97,9 +97,10 @@ static int embed(bert_session *s, const bert_model *m,
     bert_embed_params p = bert_embed_default_params();
     p.pooling = BERT_POOL_MEAN;
     p.normalize = 1;
-    if (!v || bert_embed_texts(s, texts, NULL, NULL, NULL, n, &p, v,
-                               n * H) != BERT_OK) {
-        fprintf(stderr, "%s\n", v ? bert_session_errmsg(s) : "out of memory");
+    bert_error err;
+    if (!v || bert_embed_texts(s, texts, NULL, NULL, NULL, n, &p, v, n * H,
+                               &err) != BERT_OK) {
+        fprintf(stderr, "%s\n", v ? err.text : "out of memory");
         free(v);
         return 2;
     }
@@ -134,15 +135,16 @@ int main(int argc, char **argv)
                 argv[0]);
         return 1;
     }
+    bert_error err;
     if (model) {
         snprintf(dir, sizeof dir, "%s", model);
     } else if (bert_default_model_dir(mode == TAG ? "ner" : "sentiment", dir,
-                                      sizeof dir) != BERT_OK) {
-        fprintf(stderr, "the default model is not installed (%s)\n", dir);
+                                      sizeof dir, &err) != BERT_OK) {
+        fprintf(stderr, "the default model is not installed: %s\n",
+                err.text);
         return 2;
     }
     bert_model *m;
-    bert_error err;
     if (bert_model_load(dir, NULL, &m, &err) != BERT_OK) {
         fprintf(stderr, "%s\n", err.text);
         return 2;

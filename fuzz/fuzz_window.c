@@ -56,20 +56,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float logits[16], scores[16];
     int label;
     size_t nw;
+    bert_error err;
+    err.text[0] = '\0';
     int rc = bert_classify_text_ex(ss, t, len, pair ? q : NULL, plen, &p,
-                                   logits, scores, 16, &label, &nw);
+                                   logits, scores, 16, &label, &nw, &err);
     if (rc == BERT_OK) {
         for (size_t i = 0; i < bert_model_config(sm)->num_labels; i++)
             if (!isfinite(scores[i]))
                 abort();
-    } else if (!bert_session_errmsg(ss)[0]) {
+    } else if (!err.text[0] || err.status != rc) {
         abort();
     }
     /* token logits in the same mode (no pair) */
     size_t C = bert_model_config(tm)->num_labels, cap = 4096 * C;
     float *tl = malloc(cap * sizeof *tl);
-    rc = bert_token_logits(ts, t, len, &p.window, enc, tl, cap, &nw);
-    if (rc != BERT_OK && rc != BERT_ERANGE && !bert_session_errmsg(ts)[0])
+    err.text[0] = '\0';
+    rc = bert_token_logits(ts, t, len, &p.window, enc, tl, cap, &nw, &err);
+    if (rc != BERT_OK && (!err.text[0] || err.status != rc))
         abort();
     free(tl);
     free(t);

@@ -8,25 +8,39 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "libbert/bert_tokenizer.h"
 
-/* Fills err (when non-NULL) with status and a printf-style message; returns
- * status so callers can write `return bert__err(err, BERT_EFORMAT, ...)`. */
+/* Fills err (when non-NULL) with status, byte_offset and a vprintf-style
+ * message; returns status.  The one body of every error report:
+ * bert__err below and the tokenizer's bert__set_error are its printf-style
+ * faces. */
+static inline int bert__verr(bert_error *err, int status,
+                             long long byte_offset, const char *fmt,
+                             va_list ap)
+{
+    if (err) {
+        err->status = status;
+        err->byte_offset = byte_offset;
+        vsnprintf(err->text, sizeof err->text, fmt, ap);
+    }
+    return status;
+}
+
+/* Fills err (when non-NULL) with status and a printf-style message (no
+ * byte offset: -1); returns status so callers can write
+ * `return bert__err(err, BERT_EFORMAT, ...)`. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
 static inline int bert__err(bert_error *err, int status, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = status;
-        err->byte_offset = -1;
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    bert__verr(err, status, -1, fmt, ap);
+    va_end(ap);
     return status;
 }
 
@@ -88,6 +102,42 @@ static inline int bert__mul_size(size_t a, size_t b, size_t *out)
         return -1;
     *out = a * b;
     return 0;
+}
+
+/* Index of the largest of v[0..n) (n >= 1), the first on ties: the label
+ * of a row of logits or probabilities, as numpy's argmax. */
+static inline size_t bert__argmax(const float *v, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = i;
+    return best;
+}
+
+/* Makes the array *pp (of *cap elements of el bytes) hold at least `need`
+ * elements, doubling its capacity (from 16) so that appending one element
+ * at a time stays linear.  Returns BERT_OK, or BERT_ENOMEM with the array
+ * and *cap unchanged.  pp is a pointer to any object pointer. */
+static inline int bert__grow(void *pp, size_t *cap, size_t need, size_t el)
+{
+    void **p = (void **)pp;
+    if (need <= *cap)
+        return BERT_OK;
+    size_t nc = *cap ? *cap : 16, bytes;
+    while (nc < need) {
+        if (nc > (size_t)-1 / 2)
+            return BERT_ENOMEM;
+        nc *= 2;
+    }
+    if (bert__mul_size(nc, el, &bytes))
+        return BERT_ENOMEM;
+    void *q = realloc(*p, bytes);
+    if (!q)
+        return BERT_ENOMEM;
+    *p = q;
+    *cap = nc;
+    return BERT_OK;
 }
 
 #endif

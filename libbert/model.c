@@ -22,6 +22,14 @@ bert_model_params bert_model_default_params(void)
     return p;
 }
 
+int bert__progress_add(bert__progress *p, size_t n)
+{
+    p->done += n;
+    if (p->fn && p->fn(p->done, p->total, p->data))
+        return BERT_ECANCELED;
+    return BERT_OK;
+}
+
 static int exists(const char *path)
 {
     struct stat st;
@@ -35,6 +43,7 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     bert_model *m = NULL;
     char path[4096];
     int rc;
+    bert__progress pr = {NULL, NULL, 0, 0};
 
     if (out)
         *out = NULL;
@@ -99,9 +108,16 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     }
     if ((rc = bert__st_open(path, &m->st, err)) != BERT_OK)
         goto fail;
+    /* first a step without a measure: the tensors' sizes are known once
+     * they are bound, the packed matrices' once the kernels are chosen */
+    pr.fn = p.progress;
+    pr.data = p.progress_data;
+    if ((rc = bert__progress_add(&pr, 0)) != BERT_OK)
+        goto canceled;
     if ((rc = bert__weights_bind(&m->cfg, &m->st, path, &m->w, &m->conv,
                                  err)) != BERT_OK)
         goto fail;
+    pr.done = pr.total = m->st.size;
     /* pool_w is a pooler for BERT and RobertaModel only (DistilBERT's
      * pre_classifier and the RoBERTa/ELECTRA heads' dense reuse it) */
     m->has_pooler_out =
@@ -120,13 +136,6 @@ int bert_model_load(const char *dir, const bert_model_params *params,
                        "%s: precision \"%s\" with kernels \"%s\": %s", dir,
                        bert__precision_name(p.precision),
                        bert__kernels_name(p.kernels), why);
-        goto fail;
-    }
-    if (bert__mats_build(m, p.kernels, p.precision,
-                         p.n_threads < 1 ? 1 : p.n_threads,
-                         p.pack_cache_dir, path) != BERT_OK) {
-        rc = bert__err(err, BERT_ENOMEM,
-                       "%s: out of memory packing the weights", dir);
         goto fail;
     }
 
@@ -159,8 +168,23 @@ int bert_model_load(const char *dir, const bert_model_params *params,
         if (ml > 0 && ml < m->max_len)
             m->max_len = ml;
     }
+    /* last, the long part: everything that can fail on the files has */
+    rc = bert__mats_build(m, p.kernels, p.precision,
+                          p.n_threads < 1 ? 1 : p.n_threads, p.pack_cache_dir,
+                          path, &pr);
+    if (rc == BERT_ECANCELED)
+        goto canceled;
+    if (rc != BERT_OK) {
+        rc = bert__err(err, BERT_ENOMEM,
+                       "%s: out of memory packing the weights", dir);
+        goto fail;
+    }
     *out = m;
     return BERT_OK;
+
+canceled:
+    rc = bert__err(err, BERT_ECANCELED, "%s: loading canceled after %zu of "
+                   "%zu bytes", dir, pr.done, pr.total);
 
 fail:
     if (err)
@@ -180,6 +204,16 @@ void bert_model_free(bert_model *m)
     bert__st_close(&m->st);
     bert__config_free(&m->cfg);
     free(m);
+}
+
+int bert__model_task(const bert_model *m, bert_task task, bert_error *err)
+{
+    if (m->cfg.pub.task == task)
+        return BERT_OK;
+    return bert__err(err, BERT_EINVAL, "%s is not a %s model",
+                     m->cfg.architecture,
+                     task == BERT_TASK_TOKEN ? "token-classification"
+                                             : "sequence-classification");
 }
 
 const bert_config *bert_model_config(const bert_model *m)
@@ -227,20 +261,30 @@ int bert_model_has_pooler(const bert_model *m)
 #define BERT_INSTALLED_MODELDIR "/usr/local/share/libbert/models"
 #endif
 
-int bert_default_model_dir(const char *name, char *buf, size_t cap)
+int bert_default_model_dir(const char *name, char *buf, size_t cap,
+                           bert_error *err)
 {
     if (!name || !buf || !*name || strchr(name, '/'))
-        return BERT_EINVAL;
+        return bert__err(err, BERT_EINVAL,
+                         "bert_default_model_dir: %s", !name || !*name
+                             ? "no model name"
+                             : !buf ? "buf is NULL"
+                                    : "a model name has no '/'");
     const char *base = getenv("LIBBERT_MODELDIR");
     if (!base || !*base)
         base = BERT_INSTALLED_MODELDIR;
     int n = snprintf(buf, cap, "%s/%s", base, name);
     if (n < 0 || (size_t)n >= cap)
-        return BERT_ERANGE;
+        return bert__err(err, BERT_ERANGE,
+                         "bert_default_model_dir: %s/%s needs %d bytes, buf "
+                         "holds %zu", base, name, n + 1, cap);
     char probe[4200];
     struct stat st;
     snprintf(probe, sizeof probe, "%s/config.json", buf);
-    return strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)
-               ? BERT_OK
-               : BERT_EMISSING;
+    if (strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode))
+        return BERT_OK;
+    return bert__err(err, BERT_EMISSING,
+                     "%s: no default model \"%s\" there (no config.json; "
+                     "make install puts them there, LIBBERT_MODELDIR names "
+                     "another place)", buf, name);
 }

@@ -1,7 +1,7 @@
 /*
  * libbert/model.h - private structures of a loaded model and a session, and
  * the internal entry points shared by model.c, weights.c, session.c,
- * encoder.c, heads.c and pipeline.c.
+ * encoder.c, heads.c, pipeline.c, windows.c and tagger.c.
  */
 #ifndef LIBBERT_MODEL_H
 #define LIBBERT_MODEL_H
@@ -76,17 +76,32 @@ typedef struct bert_mats {
     size_t map_size;
 } bert_mats;
 
+/* A load's progress (bert_model_params.progress): done and total in bytes
+ * of weights. */
+typedef struct bert__progress {
+    bert_progress_fn fn;    /* NULL: nothing to report */
+    void *data;
+    size_t done, total;
+} bert__progress;
+
+/* Adds n to p->done and reports done and total; BERT_ECANCELED when the
+ * callback asks to stop, else BERT_OK. */
+int bert__progress_add(bert__progress *p, size_t n);
+
 /* Fills m->mats from m->w; with kernels other than BLIS (and a CPU that has
  * libbert's kernels), packs every matrix on n_threads threads (the
  * encoder's in prec, which kernels must run; AUTO: the best tier for prec;
  * pooler and classifier in FP32) and releases
  * the pages of the mapped originals (madvise), so one copy stays resident.
  * With cache_dir, the panels come from (or are saved to) a file there that
- * every process loading the same st_path shares (packed.c).  BERT_OK or
- * BERT_ENOMEM. */
+ * every process loading the same st_path shares (packed.c).  Adds the
+ * float32 bytes of the matrices it packs to pr->total, reports once before
+ * packing and after each matrix.  BERT_OK, BERT_ENOMEM or BERT_ECANCELED
+ * (m->mats freed on failure). */
 int bert__mats_build(bert_model *m, bert_kernels kernels,
                      bert_precision prec, int n_threads,
-                     const char *cache_dir, const char *st_path);
+                     const char *cache_dir, const char *st_path,
+                     bert__progress *pr);
 void bert__mats_free(bert_mats *mm);
 
 /* ---- model ---------------------------------------------------------------- */
@@ -101,6 +116,11 @@ struct bert_model {
     size_t max_len;             /* bert_model_max_length() */
     int has_pooler_out;         /* pooler output exists (BERT with pooler) */
 };
+
+/* BERT_OK when m is a `task` model (sequence or token classification),
+ * else BERT_EINVAL with err naming its architecture: the check of every
+ * pipeline. */
+int bert__model_task(const bert_model *m, bert_task task, bert_error *err);
 
 /* ---- session -------------------------------------------------------------- */
 
@@ -120,12 +140,10 @@ struct bert_session {
     float *scores; /* (cap_seq, cap_seq) one head's attention matrix */
     /* Pipeline scratch (grown on demand, reused across calls). */
     bert_encoding *enc;
-    int32_t *win_ids, *win_types; /* window token buffers */
-    size_t win_cap;
-    float *win_logits;            /* per-window logits */
-    size_t win_logits_cap;
-    struct bert__batch *batch;    /* bert_classify_batch's scratch */
-    char errmsg[512];
+    struct bert__windows *win;    /* a long text's windows (windows.h) */
+    float *acc;                   /* [C] a text's logits */
+    size_t acc_cap;
+    struct bert__batch *batch;    /* the batched calls' scratch */
 };
 
 /* ---- batched pipelines (pipeline.c) ---------------------------------------
@@ -164,22 +182,16 @@ int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
 /* Runs every sequence of b in length-sorted packed runs (bert_batch_params)
  * into b->logits: C floats per sequence, or per token with token_rows,
  * from row seq->row.  A failed run is retried one sequence at a time; each
- * failing one gets seq->status and is passed to fail() with the session's
- * message.  Returns BERT_OK, BERT_ENOMEM or BERT_ECANCELED (err filled). */
+ * failing one gets seq->status and is passed to fail() with its run's
+ * error.  Returns BERT_OK, BERT_ENOMEM or BERT_ECANCELED (err filled). */
 int bert__batch_run(bert_session *s, struct bert__batch *b,
                     const bert_batch_params *bp, int token_rows, size_t C,
                     bert_error *err,
-                    void (*fail)(void *, const bert__seq *, const char *),
+                    void (*fail)(void *, const bert__seq *,
+                                 const bert_error *),
                     void *fail_data);
 /* Frees the scratch; NULL is a no-op. */
 void bert__batch_free(struct bert__batch *b);
-
-/* Sets the session's error message (printf-style); returns status. */
-int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* Makes the arena hold T packed tokens with sequences up to maxn tokens;
  * reallocates only when it must grow.  BERT_ENOMEM on failure (the old

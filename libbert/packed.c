@@ -212,7 +212,8 @@ static int cache_write(bert_mats *mm, const char *dir, const char *path,
 
 int bert__mats_build(bert_model *m, bert_kernels kernels,
                      bert_precision prec, int n_threads,
-                     const char *cache_dir, const char *st_path)
+                     const char *cache_dir, const char *st_path,
+                     bert__progress *pr)
 {
     const bert_config *c = &m->cfg.pub;
     size_t L = c->layers, H = c->hidden, I = c->intermediate;
@@ -239,9 +240,20 @@ int bert__mats_build(bert_model *m, bert_kernels kernels,
 
     if (kernels == BERT_KERNELS_AUTO)
         kernels = bert__precision_tier(prec);
-    if (kernels == BERT_KERNELS_BLIS || !bert__kernels_supported(kernels, NULL, 0))
+    int pack = kernels != BERT_KERNELS_BLIS &&
+               bert__kernels_supported(kernels, NULL, 0);
+    size_t nm = 6 * L + 2, bytes = 0;
+    for (size_t i = 0; pack && i < nm; i++) {
+        bert_wmat *x = mat_at(mm, i);
+        bytes += x->w ? x->n * x->k * sizeof(float) : 0;
+    }
+    pr->total += bytes;
+    if (bert__progress_add(pr, 0)) {
+        bert__mats_free(mm);
+        return BERT_ECANCELED;
+    }
+    if (!pack)
         return BERT_OK;
-    size_t nm = 6 * L + 2;
     size_t *off = NULL;
     cache_header h;
     char path[4300];
@@ -259,19 +271,26 @@ int bert__mats_build(bert_model *m, bert_kernels kernels,
         }
         mm->packed = 1;
         free(off);
-        return BERT_OK;
+        int rc = bert__progress_add(pr, bytes);
+        if (rc != BERT_OK)
+            bert__mats_free(mm);
+        return rc;
     }
     for (size_t i = 0; i < nm; i++) {
         bert_wmat *x = mat_at(mm, i);
         if (!x->w)
             continue;
-        if (bert__wmat_pack(x, n_threads) != BERT_OK) {
+        int rc = bert__wmat_pack(x, n_threads);
+        if (rc == BERT_OK) {
+            mm->packed_bytes += bert__wmat_packed_bytes(x);
+            release(m, x->w, x->n * x->k * sizeof(float));
+            rc = bert__progress_add(pr, x->n * x->k * sizeof(float));
+        }
+        if (rc != BERT_OK) { /* out of memory, or canceled */
             free(off);
             bert__mats_free(mm);
-            return BERT_ENOMEM;
+            return rc;
         }
-        mm->packed_bytes += bert__wmat_packed_bytes(x);
-        release(m, x->w, x->n * x->k * sizeof(float));
     }
     mm->packed = 1;
     /* Share what was packed: write the file, then map it in place of the

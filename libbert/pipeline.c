@@ -5,6 +5,7 @@
 
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
 
 bert_window_params bert_window_default_params(void)
 {
@@ -26,143 +27,65 @@ bert_classify_params bert_classify_default_params(void)
     return p;
 }
 
-/* Grows the window scratch to hold n tokens and nl logits. */
-static int win_reserve(bert_session *s, size_t n, size_t nl)
-{
-    if (n > s->win_cap) {
-        int32_t *a = realloc(s->win_ids, n * sizeof *a);
-        if (!a)
-            return BERT_ENOMEM;
-        s->win_ids = a;
-        int32_t *b = realloc(s->win_types, n * sizeof *b);
-        if (!b)
-            return BERT_ENOMEM;
-        s->win_types = b;
-        s->win_cap = n;
-    }
-    if (nl > s->win_logits_cap) {
-        float *l = realloc(s->win_logits, nl * sizeof *l);
-        if (!l)
-            return BERT_ENOMEM;
-        s->win_logits = l;
-        s->win_logits_cap = nl;
-    }
-    return BERT_OK;
-}
-
 /* Resolves max_length and checks the stride.  Returns status. */
-static int window_setup(bert_session *s, const bert_window_params *p,
-                        size_t *maxlen)
+static int window_setup(const bert_model *m, const bert_window_params *p,
+                        size_t *maxlen, bert_error *err)
 {
     size_t ml = p->max_length;
-    if (ml == 0 || ml > s->m->max_len)
-        ml = s->m->max_len;
+    if (ml == 0 || ml > m->max_len)
+        ml = m->max_len;
     if (ml < 3)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "max_length %zu leaves no room for text "
-                                  "between [CLS] and [SEP]",
-                                  ml);
+        return bert__err(err, BERT_EINVAL,
+                         "max_length %zu leaves no room for text "
+                         "between [CLS] and [SEP]",
+                         ml);
     if (p->mode == BERT_LONG_WINDOWS && p->stride >= ml - 2)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "stride %zu must be smaller than max_length "
-                                  "- 2 = %zu (it is the overlap between "
-                                  "windows)",
-                                  p->stride, ml - 2);
+        return bert__err(err, BERT_EINVAL,
+                         "stride %zu must be smaller than max_length "
+                         "- 2 = %zu (it is the overlap between "
+                         "windows)",
+                         p->stride, ml - 2);
     *maxlen = ml;
     return BERT_OK;
 }
 
-/* Tokenizes into enc: truncated to maxlen, or whole when `whole`. */
-static int tokenize(bert_session *s, bert_encoding *enc, const char *text,
+/* Tokenizes text (and pair) with m's tokenizer into enc: truncated to
+ * maxlen, or whole when `whole`.  Returns status, err filled. */
+static int tokenize(const bert_model *m, bert_encoding *enc, const char *text,
                     size_t len, const char *pair, size_t pair_len,
-                    size_t maxlen, int whole)
+                    size_t maxlen, int whole, bert_error *err)
 {
-    const bert_tokenizer *tok = s->m->tok;
-    if (!tok)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "the model was loaded without its "
-                                  "tokenizer");
+    if (!m->tok)
+        return bert__err(err, BERT_EINVAL,
+                         "the model was loaded without its tokenizer");
     bert_encode_params ep = bert_encode_default_params();
     ep.max_length = whole ? 0 : maxlen;
-    bert_error err;
-    int rc = bert_tokenizer_encode(tok, text, len, pair, pair_len, &ep, enc,
-                                   &err);
+    int rc = bert_tokenizer_encode(m->tok, text, len, pair, pair_len, &ep, enc,
+                                   err);
     if (rc != BERT_OK)
-        return bert__session_fail(s, rc, "%s", err.text);
+        return rc;
     if (enc->n == 0)
-        return bert__session_fail(s, BERT_EINVAL, "the text gave no tokens");
+        return bert__err(err, BERT_EINVAL, "the text gave no tokens");
     return BERT_OK;
 }
 
-/* Window w of a whole single-text encoding of n tokens ([CLS] c... [SEP]):
- * content chunk [start, end) of the n - 2 content tokens. */
-static void window_span(size_t n, size_t W, size_t stride, size_t w,
-                        size_t *start, size_t *end)
+/* The session's window engine planned over enc, a whole single-text
+ * encoding ([CLS] content [SEP]) longer than maxlen; NULL when out of
+ * memory. */
+static struct bert__windows *plan(bert_session *s, const bert_encoding *enc,
+                                  size_t maxlen, size_t stride)
 {
-    size_t N = n - 2, step = W - stride;
-    *start = w * step;
-    *end = *start + W < N ? *start + W : N;
+    if (!s->win && !(s->win = bert__windows_create()))
+        return NULL;
+    bert__windows_plan(s->win, enc->ids + 1, enc->n - 2, enc->ids[0],
+                       enc->ids[enc->n - 1], maxlen, stride);
+    return s->win;
 }
 
-/* The window whose row content token i takes: the one where i is farthest
- * from the window's edges (ties: the earlier window). */
-static size_t best_window(size_t n, size_t W, size_t stride, size_t nw,
-                          size_t i)
-{
-    size_t step = W - stride;
-    size_t lo = i >= W ? (i - W) / step + 1 : 0, hi = i / step;
-    size_t best = lo, bestd = 0;
-    int found = 0;
-    if (hi > nw - 1)
-        hi = nw - 1;
-    for (size_t w = lo; w <= hi; w++) {
-        size_t a, b;
-        window_span(n, W, stride, w, &a, &b);
-        if (i < a || i >= b)
-            continue;
-        size_t d = i - a < b - 1 - i ? i - a : b - 1 - i;
-        if (!found || d > bestd) {
-            best = w;
-            bestd = d;
-            found = 1;
-        }
-    }
-    return best;
-}
-
-static size_t window_count(size_t n, size_t W, size_t stride)
-{
-    size_t N = n - 2;
-    if (N <= W)
-        return 1;
-    size_t step = W - stride;
-    return 1 + (N - W + step - 1) / step;
-}
-
-/* Runs window w into s->win_logits; returns status. */
-static int run_window(bert_session *s, const bert_encoding *enc, size_t W,
-                      size_t stride, size_t w, size_t *a, size_t *b,
-                      float *logits)
-{
-    window_span(enc->n, W, stride, w, a, b);
-    size_t k = 0;
-    s->win_ids[k] = enc->ids[0];
-    s->win_types[k++] = 0;
-    for (size_t i = *a; i < *b; i++) {
-        s->win_ids[k] = enc->ids[1 + i];
-        s->win_types[k++] = 0;
-    }
-    s->win_ids[k] = enc->ids[enc->n - 1];
-    s->win_types[k++] = 0;
-    bert_input in = {s->win_ids, s->win_types, k};
-    bert_outputs out = {logits, NULL, NULL};
-    return bert_session_run(s, &in, 1, &out);
-}
-
-static int ensure_enc(bert_session *s)
+static int ensure_enc(bert_session *s, bert_error *err)
 {
     if (!s->enc && !(s->enc = bert_encoding_create()))
-        return bert__session_fail(s, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     return BERT_OK;
 }
 
@@ -170,74 +93,65 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
                           const char *pair, size_t pair_len,
                           const bert_classify_params *params, float *logits,
                           float *scores, size_t n, int *label,
-                          size_t *n_windows)
+                          size_t *n_windows, bert_error *err)
 {
     if (!s)
-        return BERT_EINVAL;
-    s->errmsg[0] = '\0';
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     bert_classify_params p;
-    bert_error e;
-    if (BERT__PARAMS(p, params, bert_classify_default_params, &e) ||
+    if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
         bert__params_nested(p.window.size, sizeof p.window,
-                            "bert_classify_params.window", &e))
-        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
+                            "bert_classify_params.window", err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%s is not a sequence-classification model",
-                                  m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_SEQUENCE, err)))
+        return rc;
     if (!text)
-        return bert__session_fail(s, BERT_EINVAL, "text is NULL");
+        return bert__err(err, BERT_EINVAL, "text is NULL");
     if ((logits || scores) && n < C)
-        return bert__session_fail(s, BERT_ERANGE,
-                                  "output holds %zu values, the model has %zu "
-                                  "labels",
-                                  n, C);
-    if ((rc = window_setup(s, &p.window, &maxlen)) || (rc = ensure_enc(s)))
+        return bert__err(err, BERT_ERANGE,
+                         "output holds %zu values, the model has %zu "
+                         "labels",
+                         n, C);
+    if ((rc = window_setup(m, &p.window, &maxlen, err)) ||
+        (rc = ensure_enc(s, err)))
         return rc;
     int whole = p.window.mode == BERT_LONG_WINDOWS && !(pair && pair_len);
-    if ((rc = tokenize(s, s->enc, text, len, pair, pair_len, maxlen, whole)))
+    if ((rc = tokenize(m, s->enc, text, len, pair, pair_len, maxlen, whole,
+                       err)))
         return rc;
     const bert_encoding *enc = s->enc;
     if (!whole && enc->n > maxlen) /* never: the tokenizer truncated */
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%zu tokens for max_length %zu", enc->n,
-                                  maxlen);
-    size_t W = maxlen - 2, nw = 1;
-    if (whole && enc->n > maxlen)
-        nw = window_count(enc->n, W, p.window.stride);
-    if ((rc = win_reserve(s, maxlen, 2 * C)))
-        return bert__session_fail(s, rc, "out of memory");
-    float *acc = s->win_logits, *one = s->win_logits + C;
-    if (nw == 1 && enc->n <= maxlen) {
+        return bert__err(err, BERT_EINVAL,
+                         "%zu tokens for max_length %zu", enc->n,
+                         maxlen);
+    if (bert__grow(&s->acc, &s->acc_cap, C, sizeof *s->acc))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    float *acc = s->acc;
+    size_t nw = 1;
+    if (enc->n <= maxlen) {
         bert_input in = {enc->ids, enc->type_ids, enc->n};
         bert_outputs out = {acc, NULL, NULL};
-        if ((rc = bert_session_run(s, &in, 1, &out)))
+        if ((rc = bert_session_run(s, &in, 1, &out, err)))
             return rc;
     } else {
-        memset(acc, 0, C * sizeof *acc);
-        for (size_t w = 0; w < nw; w++) {
-            size_t a, b;
-            if ((rc = run_window(s, enc, W, p.window.stride, w, &a, &b, one)))
-                return rc;
-            for (size_t i = 0; i < C; i++)
-                acc[i] += one[i];
-        }
-        for (size_t i = 0; i < C; i++)
-            acc[i] /= (float)nw;
+        /* one window per run: the mean of exactly what each window gives
+         * alone */
+        struct bert__windows *w = plan(s, enc, maxlen, p.window.stride);
+        if (!w)
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        if ((rc = bert__windows_run(s, w, 1, 1, NULL, NULL, err)))
+            return rc;
+        nw = w->count;
+        bert__windows_mean(w->logits, nw, C, acc);
     }
-    int best = 0;
-    for (size_t i = 1; i < C; i++)
-        if (acc[i] > acc[best])
-            best = (int)i;
     if (scores)
         bert_apply_function(m, p.function, acc, scores);
     if (logits)
         memcpy(logits, acc, C * sizeof *logits);
     if (label)
-        *label = best;
+        *label = (int)bert__argmax(acc, C);
     if (n_windows)
         *n_windows = nw;
     return BERT_OK;
@@ -245,70 +159,74 @@ int bert_classify_text_ex(bert_session *s, const char *text, size_t len,
 
 int bert_classify_text(bert_session *s, const char *text, size_t len,
                        const char *pair, size_t pair_len, float *scores,
-                       size_t n_scores, int *label)
+                       size_t n_scores, int *label, bert_error *err)
 {
     return bert_classify_text_ex(s, text, len, pair, pair_len, NULL, NULL,
-                                 scores, n_scores, label, NULL);
+                                 scores, n_scores, label, NULL, err);
+}
+
+/* The text's rows being filled by bert_token_logits. */
+typedef struct token_out {
+    float *rows;
+    size_t C;
+} token_out;
+
+/* bert__windows_fn of bert_token_logits: the rows each window owns. */
+static int token_rows(void *data, const struct bert__windows *w, size_t g0,
+                      size_t g1, const float *logits, bert_error *err)
+{
+    const token_out *o = data;
+    (void)err;
+    bert__windows_token_rows(w, g0, g1, logits, o->C, o->rows);
+    return BERT_OK;
 }
 
 int bert_token_logits(bert_session *s, const char *text, size_t len,
                       const bert_window_params *params, bert_encoding *enc,
-                      float *logits, size_t n_logits, size_t *n_windows)
+                      float *logits, size_t n_logits, size_t *n_windows,
+                      bert_error *err)
 {
     if (!s)
-        return BERT_EINVAL;
-    s->errmsg[0] = '\0';
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     bert_window_params p;
-    bert_error e;
-    if (BERT__PARAMS(p, params, bert_window_default_params, &e))
-        return bert__session_fail(s, BERT_EINVAL, "%s", e.text);
+    if (BERT__PARAMS(p, params, bert_window_default_params, err))
+        return BERT_EINVAL;
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_TOKEN)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "%s is not a token-classification model",
-                                  m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_TOKEN, err)))
+        return rc;
     if (!text || !enc)
-        return bert__session_fail(s, BERT_EINVAL, "text or enc is NULL");
-    if ((rc = window_setup(s, &p, &maxlen)))
+        return bert__err(err, BERT_EINVAL, "text or enc is NULL");
+    if ((rc = window_setup(m, &p, &maxlen, err)))
         return rc;
     int whole = p.mode == BERT_LONG_WINDOWS;
-    if ((rc = tokenize(s, enc, text, len, NULL, 0, maxlen, whole)))
+    if ((rc = tokenize(m, enc, text, len, NULL, 0, maxlen, whole, err)))
         return rc;
     if (n_logits < enc->n * C || !logits)
-        return bert__session_fail(s, BERT_ERANGE,
-                                  "logits holds %zu floats, %zu tokens x %zu "
-                                  "labels needed",
-                                  n_logits, enc->n, C);
+        return bert__err(err, BERT_ERANGE,
+                         "logits holds %zu floats, %zu tokens x %zu "
+                         "labels needed",
+                         n_logits, enc->n, C);
     if (enc->n <= maxlen) {
         bert_input in = {enc->ids, enc->type_ids, enc->n};
         bert_outputs out = {logits, NULL, NULL};
-        if ((rc = bert_session_run(s, &in, 1, &out)))
+        if ((rc = bert_session_run(s, &in, 1, &out, err)))
             return rc;
         if (n_windows)
             *n_windows = 1;
         return BERT_OK;
     }
-    size_t W = maxlen - 2, nw = window_count(enc->n, W, p.stride);
-    if ((rc = win_reserve(s, maxlen, maxlen * C)))
-        return bert__session_fail(s, rc, "out of memory");
-    for (size_t w = 0; w < nw; w++) {
-        size_t a, b;
-        if ((rc = run_window(s, enc, W, p.stride, w, &a, &b, s->win_logits)))
-            return rc;
-        if (w == 0) /* [CLS] */
-            memcpy(logits, s->win_logits, C * sizeof *logits);
-        if (w == nw - 1) /* final [SEP] */
-            memcpy(logits + (enc->n - 1) * C,
-                   s->win_logits + (b - a + 1) * C, C * sizeof *logits);
-        for (size_t i = a; i < b; i++)
-            if (best_window(enc->n, W, p.stride, nw, i) == w)
-                memcpy(logits + (1 + i) * C,
-                       s->win_logits + (1 + i - a) * C, C * sizeof *logits);
-    }
+    /* one window per run: each token's row is exactly what its window
+     * gives alone */
+    struct bert__windows *w = plan(s, enc, maxlen, p.stride);
+    if (!w)
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    token_out o = {logits, C};
+    if ((rc = bert__windows_run(s, w, 1, 0, token_rows, &o, err)))
+        return rc;
     if (n_windows)
-        *n_windows = nw;
+        *n_windows = w->count;
     return BERT_OK;
 }
 
@@ -340,33 +258,13 @@ void bert__batch_free(struct bert__batch *b)
     free(b);
 }
 
-/* *p (of *cap elements of el bytes) holds at least need elements. */
-static int grow(void *pp, size_t *cap, size_t need, size_t el)
-{
-    void **p = (void **)pp;
-    if (need <= *cap)
-        return BERT_OK;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need)
-        nc *= 2;
-    size_t bytes;
-    if (bert__mul_size(nc, el, &bytes))
-        return BERT_ENOMEM;
-    void *q = realloc(*p, bytes);
-    if (!q)
-        return BERT_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return BERT_OK;
-}
-
 int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
                      const int32_t *tids, size_t n)
 {
-    if (grow(&b->ids, &b->tok_cap, b->ntok + n, sizeof *b->ids) ||
-        grow(&b->tids, &b->tids_cap, b->ntok + n, sizeof *b->tids))
+    if (bert__grow(&b->ids, &b->tok_cap, b->ntok + n, sizeof *b->ids) ||
+        bert__grow(&b->tids, &b->tids_cap, b->ntok + n, sizeof *b->tids))
         return BERT_ENOMEM;
-    if (grow(&b->seq, &b->seq_cap, b->nseq + 1, sizeof *b->seq))
+    if (bert__grow(&b->seq, &b->seq_cap, b->nseq + 1, sizeof *b->seq))
         return BERT_ENOMEM;
     memcpy(b->ids + b->ntok, ids, n * sizeof *ids);
     if (tids)
@@ -381,36 +279,6 @@ int bert__batch_add(struct bert__batch *b, size_t item, const int32_t *ids,
     q->status = BERT_OK;
     b->ntok += n;
     return BERT_OK;
-}
-
-/* Appends text item's encoding: whole (one sequence), or its windows of W
- * content tokens overlapping by stride ([CLS] chunk [SEP], as run_window).
- * Returns the number of sequences in *nw. */
-static int batch_add_enc(struct bert__batch *b, size_t item,
-                         const bert_encoding *enc, size_t maxlen,
-                         size_t stride, size_t *nw)
-{
-    if (enc->n <= maxlen) {
-        *nw = 1;
-        return bert__batch_add(b, item, enc->ids, enc->type_ids, enc->n);
-    }
-    size_t W = maxlen - 2;
-    *nw = window_count(enc->n, W, stride);
-    int32_t *tmp = malloc(maxlen * sizeof *tmp);
-    if (!tmp)
-        return BERT_ENOMEM;
-    int rc = BERT_OK;
-    for (size_t w = 0; w < *nw && rc == BERT_OK; w++) {
-        size_t a, e, k = 0;
-        window_span(enc->n, W, stride, w, &a, &e);
-        tmp[k++] = enc->ids[0];
-        for (size_t i = a; i < e; i++)
-            tmp[k++] = enc->ids[1 + i];
-        tmp[k++] = enc->ids[enc->n - 1];
-        rc = bert__batch_add(b, item, tmp, NULL, k);
-    }
-    free(tmp);
-    return rc;
 }
 
 static int cmp_size(const void *x, const void *y)
@@ -443,7 +311,8 @@ static void sort_by_len(size_t *a, size_t n, const bert__seq *seq, size_t *tmp)
 int bert__batch_run(bert_session *s, struct bert__batch *b,
                     const bert_batch_params *bp, int token_rows, size_t C,
                     bert_error *err,
-                    void (*fail)(void *, const bert__seq *, const char *),
+                    void (*fail)(void *, const bert__seq *,
+                                 const bert_error *),
                     void *fail_data)
 {
     size_t nseq = b->nseq, rows = 0;
@@ -452,9 +321,9 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
         rows += token_rows ? b->seq[i].n : 1;
     }
     size_t B = bp->batch_size < nseq ? bp->batch_size : nseq;
-    if (grow(&b->ord, &b->ord_cap, 2 * nseq + 1, sizeof *b->ord) ||
-        grow(&b->in, &b->in_cap, B + 1, sizeof *b->in) ||
-        grow(&b->logits, &b->logits_cap, rows * C + 1, sizeof *b->logits))
+    if (bert__grow(&b->ord, &b->ord_cap, 2 * nseq + 1, sizeof *b->ord) ||
+        bert__grow(&b->in, &b->in_cap, B + 1, sizeof *b->in) ||
+        bert__grow(&b->logits, &b->logits_cap, rows * C + 1, sizeof *b->logits))
         return bert__err(err, BERT_ENOMEM, "out of memory");
     size_t *ord = b->ord, *tmp = b->ord + nseq;
     for (size_t i = 0; i < nseq; i++)
@@ -471,7 +340,7 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
          * input whatever the sort brought them together */
         qsort(run, nb, sizeof *run, cmp_size);
         size_t run_rows = token_rows ? bt : nb;
-        if (grow(&b->run, &b->run_cap, run_rows * C + 1, sizeof *b->run))
+        if (bert__grow(&b->run, &b->run_cap, run_rows * C + 1, sizeof *b->run))
             return bert__err(err, BERT_ENOMEM, "out of memory");
         for (size_t k = 0; k < nb; k++) {
             const bert__seq *q = &b->seq[run[k]];
@@ -480,7 +349,7 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
             b->in[k].n = q->n;
         }
         bert_outputs o = {b->run, NULL, NULL};
-        if (bert_session_run(s, b->in, nb, &o) == BERT_OK) {
+        if (bert_session_run(s, b->in, nb, &o, NULL) == BERT_OK) {
             size_t r = 0;
             for (size_t k = 0; k < nb; k++) {
                 const bert__seq *q = &b->seq[run[k]];
@@ -494,10 +363,11 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
             for (size_t k = 0; k < nb; k++) {
                 bert__seq *q = &b->seq[run[k]];
                 bert_outputs o1 = {b->logits + q->row * C, NULL, NULL};
-                int rc = bert_session_run(s, &b->in[k], 1, &o1);
+                bert_error e1;
+                int rc = bert_session_run(s, &b->in[k], 1, &o1, &e1);
                 if (rc != BERT_OK) {
                     q->status = rc;
-                    fail(fail_data, q, s->errmsg);
+                    fail(fail_data, q, &e1);
                 }
             }
         }
@@ -509,21 +379,14 @@ int bert__batch_run(bert_session *s, struct bert__batch *b,
     return BERT_OK;
 }
 
-static void classify_fail(void *data, const bert__seq *q, const char *msg)
+static void classify_fail(void *data, const bert__seq *q,
+                          const bert_error *e)
 {
     bert_classify_result *r = (bert_classify_result *)data + q->item;
     if (r->status != BERT_OK)
         return; /* the first failed window tells */
     r->status = q->status;
-    bert__err(&r->error, q->status, "%s", msg[0] ? msg
-                                                  : bert_strerror(q->status));
-}
-
-/* Copies the session's message (set by a bert__session_fail) into err. */
-static int to_err(bert_session *s, int rc, bert_error *err)
-{
-    return bert__err(err, rc, "%s", s->errmsg[0] ? s->errmsg
-                                                 : bert_strerror(rc));
+    r->error = *e;
 }
 
 struct bert__batch *bert__batch_begin(bert_session *s)
@@ -546,7 +409,6 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
 {
     if (!s)
         return bert__err(err, BERT_EINVAL, "session is NULL");
-    s->errmsg[0] = '\0';
     bert_classify_params p;
     if (BERT__PARAMS(p, params, bert_classify_default_params, err) ||
         bert__params_nested(p.window.size, sizeof p.window,
@@ -557,10 +419,8 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     const bert_model *m = s->m;
     size_t C = m->cfg.pub.num_labels, maxlen, need;
     int rc;
-    if (m->cfg.pub.task != BERT_TASK_SEQUENCE)
-        return bert__err(err, BERT_EINVAL,
-                         "%s is not a sequence-classification model",
-                         m->cfg.architecture);
+    if ((rc = bert__model_task(m, BERT_TASK_SEQUENCE, err)))
+        return rc;
     if (n == 0)
         return BERT_OK;
     if (!texts || !results)
@@ -576,12 +436,12 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     if (!m->tok)
         return bert__err(err, BERT_EINVAL,
                          "the model was loaded without its tokenizer");
-    if ((rc = window_setup(s, &p.window, &maxlen)) || (rc = ensure_enc(s)))
-        return to_err(s, rc, err);
+    if ((rc = window_setup(m, &p.window, &maxlen, err)) ||
+        (rc = ensure_enc(s, err)))
+        return rc;
     struct bert__batch *b = bert__batch_begin(s);
     if (!b)
         return bert__err(err, BERT_ENOMEM, "out of memory");
-    bert_encode_params ep = bert_encode_default_params();
     for (size_t i = 0; i < n; i++) {
         bert_classify_result *r = &results[i];
         memset(r, 0, sizeof *r);
@@ -597,14 +457,10 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
         const char *pair = pairs ? pairs[i] : NULL;
         size_t plen = pair ? (pair_lens ? pair_lens[i] : strlen(pair)) : 0;
         int whole = p.window.mode == BERT_LONG_WINDOWS && !(pair && plen);
-        ep.max_length = whole ? 0 : maxlen;
-        int r1 = bert_tokenizer_encode(m->tok, texts[i], len, pair, plen, &ep,
-                                       s->enc, &r->error);
-        if (r1 == BERT_OK && s->enc->n == 0)
-            r1 = bert__err(&r->error, BERT_EINVAL, "the text gave no tokens");
+        int r1 = tokenize(m, s->enc, texts[i], len, pair, plen, maxlen, whole,
+                          &r->error);
         if (r1 != BERT_OK) {
             r->status = r1;
-            r->error.status = r1;
             continue;
         }
         r->n_tokens = s->enc->n;
@@ -614,8 +470,19 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
         r->error.byte_offset = -1;
         /* the first sequence of item i: the window count tells how many */
         size_t first = b->nseq;
-        if ((rc = batch_add_enc(b, i, s->enc, maxlen, p.window.stride,
-                                &r->n_windows)))
+        if (s->enc->n <= maxlen) {
+            r->n_windows = 1;
+            rc = bert__batch_add(b, i, s->enc->ids, s->enc->type_ids,
+                                 s->enc->n);
+        } else {
+            struct bert__windows *w = plan(s, s->enc, maxlen,
+                                           p.window.stride);
+            rc = BERT_ENOMEM;
+            if (w && (rc = bert__windows_fill(w, 0, w->count)) == BERT_OK)
+                rc = bert__windows_add(w, b, i);
+            r->n_windows = w ? w->count : 0;
+        }
+        if (rc)
             return bert__err(err, rc, "out of memory");
         r->label = (int)first; /* its first sequence, until labelled */
         if (p.batch.progress &&
@@ -626,10 +493,9 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
     if ((rc = bert__batch_run(s, b, &p.batch, 0, C, err, classify_fail,
                               results)))
         return rc;
-    float *acc;
-    if ((rc = grow(&b->run, &b->run_cap, C + 1, sizeof *b->run)))
-        return bert__err(err, rc, "out of memory");
-    acc = b->run;
+    if (bert__grow(&s->acc, &s->acc_cap, C, sizeof *s->acc))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    float *acc = s->acc;
     for (size_t i = 0; i < n; i++) {
         bert_classify_result *r = &results[i];
         if (r->status != BERT_OK) {
@@ -641,23 +507,10 @@ int bert_classify_batch(bert_session *s, const char *const *texts,
             continue;
         }
         size_t first = (size_t)r->label;
-        const float *l0 = b->logits + b->seq[first].row * C;
-        if (r->n_windows == 1) {
-            memcpy(acc, l0, C * sizeof *acc);
-        } else {
-            /* in window order, as bert_classify_text_ex sums them */
-            memset(acc, 0, C * sizeof *acc);
-            for (size_t w = 0; w < r->n_windows; w++)
-                for (size_t c = 0; c < C; c++)
-                    acc[c] += b->logits[b->seq[first + w].row * C + c];
-            for (size_t c = 0; c < C; c++)
-                acc[c] /= (float)r->n_windows;
-        }
-        int best = 0;
-        for (size_t c = 1; c < C; c++)
-            if (acc[c] > acc[best])
-                best = (int)c;
-        r->label = best;
+        /* the windows' rows follow each other, in window order */
+        bert__windows_mean(b->logits + b->seq[first].row * C, r->n_windows,
+                           C, acc);
+        r->label = (int)bert__argmax(acc, C);
         if (scores)
             bert_apply_function(m, p.function, acc, scores + i * C);
         if (logits)

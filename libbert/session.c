@@ -1,12 +1,12 @@
 /* session.c - sessions: activation arena, BLIS runtime, bert_session_run. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
 
 bert_session_params bert_session_default_params(void)
 {
@@ -17,15 +17,6 @@ bert_session_params bert_session_default_params(void)
     p.max_tokens = 4096;
     p.kernels = BERT_KERNELS_AUTO;
     return p;
-}
-
-int bert__session_fail(bert_session *s, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
-    va_end(ap);
-    return status;
 }
 
 /* Rounds n floats up to a multiple of 16 (64 bytes) so every buffer of the
@@ -52,7 +43,13 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
         bert__mul_size(maxn, maxn, &ss) || th > ((size_t)-1) / 64 ||
         ti > ((size_t)-1) / 64 || ss > ((size_t)-1) / 64)
         return BERT_ENOMEM;
-    total = 6 * al16(th) + al16(ti) + al16(ss);
+    /* the buffers, in arena order, and their sizes in floats */
+    float **buf[] = {&s->x,   &s->q,   &s->k,     &s->v,
+                     &s->ctx, &s->tmp, &s->inter, &s->scores};
+    size_t len[] = {th, th, th, th, th, th, ti, ss};
+    total = 0;
+    for (size_t i = 0; i < 8; i++)
+        total += al16(len[i]);
     if (total > ((size_t)-1) / sizeof(float))
         return BERT_ENOMEM;
     float *a = NULL;
@@ -62,21 +59,10 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
     s->arena = a;
     s->cap_tokens = T;
     s->cap_seq = maxn;
-    s->x = a;
-    a += al16(th);
-    s->q = a;
-    a += al16(th);
-    s->k = a;
-    a += al16(th);
-    s->v = a;
-    a += al16(th);
-    s->ctx = a;
-    a += al16(th);
-    s->tmp = a;
-    a += al16(th);
-    s->inter = a;
-    a += al16(ti);
-    s->scores = a;
+    for (size_t i = 0; i < 8; i++) {
+        *buf[i] = a;
+        a += al16(len[i]);
+    }
     return BERT_OK;
 }
 
@@ -144,24 +130,22 @@ void bert_session_free(bert_session *s)
     free(s->arena);
     if (s->enc)
         bert_encoding_free(s->enc);
-    free(s->win_ids);
-    free(s->win_types);
-    free(s->win_logits);
+    bert__windows_free(s->win);
+    free(s->acc);
     bert__batch_free(s->batch);
     free(s);
 }
 
-const char *bert_session_errmsg(const bert_session *s)
-{
-    return s ? s->errmsg : "no session";
-}
-
-int bert_session_set_threads(bert_session *s, int n_threads)
+int bert_session_set_threads(bert_session *s, int n_threads,
+                             bert_error *err)
 {
     if (!s || n_threads < 1 || n_threads > 1024)
-        return BERT_EINVAL;
+        return bert__err(err, BERT_EINVAL,
+                         "bert_session_set_threads: %s", !s ? "session is "
+                         "NULL" : "n_threads out of range 1..1024");
     if (bert__gemm_ctx_set_threads(s->gemm, n_threads) != 0)
-        return BERT_ENOMEM;
+        return bert__err(err, BERT_ENOMEM,
+                         "out of memory for %d threads", n_threads);
     s->n_threads = n_threads;
     return BERT_OK;
 }
@@ -205,49 +189,42 @@ int bert_precision_from_name(const char *name)
 }
 
 int bert_session_run(bert_session *s, const bert_input *in, size_t batch,
-                     const bert_outputs *out)
+                     const bert_outputs *out, bert_error *err)
 {
-    if (!s)
-        return BERT_EINVAL;
-    s->errmsg[0] = '\0';
-    if (!in || !out || batch == 0)
-        return bert__session_fail(s, BERT_EINVAL,
-                                  "bert_session_run: need inputs, outputs "
-                                  "and batch >= 1");
+    if (!s || !in || !out || batch == 0)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_session_run: need a session, inputs, outputs "
+                         "and batch >= 1");
     const bert_model *m = s->m;
     const bert_config *c = &m->cfg.pub;
     size_t T = 0, maxn = 0;
     for (size_t b = 0; b < batch; b++) {
         size_t n = in[b].n;
         if (n == 0 || n > m->max_len || !in[b].ids)
-            return bert__session_fail(
-                s, BERT_EINVAL,
-                "sequence %zu: %zu tokens (need 1..%zu and ids)", b, n,
-                m->max_len);
+            return bert__err(err, BERT_EINVAL,
+                             "sequence %zu: %zu tokens (need 1..%zu and "
+                             "ids)", b, n, m->max_len);
         for (size_t t = 0; t < n; t++) {
             if (in[b].ids[t] < 0 || (size_t)in[b].ids[t] >= c->vocab_size)
-                return bert__session_fail(
-                    s, BERT_EINVAL,
-                    "sequence %zu token %zu: id %d outside the vocabulary "
-                    "(0..%zu)",
-                    b, t, (int)in[b].ids[t], c->vocab_size - 1);
+                return bert__err(err, BERT_EINVAL,
+                                 "sequence %zu token %zu: id %d outside the "
+                                 "vocabulary (0..%zu)",
+                                 b, t, (int)in[b].ids[t], c->vocab_size - 1);
             if (!c->is_distilbert && in[b].type_ids &&
                 (in[b].type_ids[t] < 0 ||
                  (size_t)in[b].type_ids[t] >= c->type_vocab))
-                return bert__session_fail(
-                    s, BERT_EINVAL,
-                    "sequence %zu token %zu: type id %d outside 0..%zu", b, t,
-                    (int)in[b].type_ids[t], c->type_vocab - 1);
+                return bert__err(err, BERT_EINVAL,
+                                 "sequence %zu token %zu: type id %d outside "
+                                 "0..%zu", b, t, (int)in[b].type_ids[t],
+                                 c->type_vocab - 1);
         }
         T += n;
         if (n > maxn)
             maxn = n;
     }
     if (bert__session_reserve(s, T, maxn) != BERT_OK)
-        return bert__session_fail(s, BERT_ENOMEM,
-                                  "out of memory growing the arena to %zu "
-                                  "tokens",
-                                  T);
+        return bert__err(err, BERT_ENOMEM,
+                         "out of memory growing the arena to %zu tokens", T);
     /* The sequence heads read only the [CLS] rows: unless the caller wants
      * every hidden state, the last layer computes only what those rows need
      * (BERT-base: 7% less work, a 6-layer model 14%). */
@@ -267,11 +244,10 @@ int bert_session_run(bert_session *s, const bert_input *in, size_t batch,
                 if (c->task == BERT_TASK_TOKEN)
                     for (b = 0; b + 1 < batch && i / C >= in[b].n;)
                         i -= in[b++].n * C;
-                return bert__session_fail(s, BERT_EFORMAT,
-                                          "sequence %zu: the model produced "
-                                          "a non-finite logit (NaN or "
-                                          "infinite weights?)",
-                                          b);
+                return bert__err(err, BERT_EFORMAT,
+                                 "sequence %zu: the model produced a "
+                                 "non-finite logit (NaN or infinite "
+                                 "weights?)", b);
             }
     }
     return BERT_OK;

@@ -17,9 +17,10 @@
 #include "libbert/bert.h"
 #include "libbert/internal.h"
 #include "libbert/model.h"
+#include "libbert/windows.h"
+#include "tokenizer/tokenizer_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,59 +77,22 @@ typedef struct tag_priv {
     bert_tag_word *pubw;
     size_t pubw_cap;
     /* bert_tag_text scratch */
-    bert_encoding *enc;
+    bert_encoding *enc;         /* the text's tokens, no special tokens */
+    struct bert__windows *win;  /* its windows (windows.h) */
     const char **labels;
     size_t labels_cap;
+    /* per token of the laid-out windows, as their ids */
     const char **tokstr;
     size_t tokstr_cap;
-    int32_t *wids, *wmask;
+    int32_t *wmask;
     int64_t *woff, *wboff;
-    size_t wids_cap, wmask_cap, woff_cap, wboff_cap;
-    size_t *wstart, *wlen;      /* windows over the content tokens */
-    size_t wstart_cap, wlen_cap;
-    bert_input *inputs;
-    size_t inputs_cap;
-    float *logits;
-    size_t logits_cap;
+    size_t wmask_cap, woff_cap, wboff_cap;
 } tag_priv;
-
-/* Grows *p to hold at least `need` elements of size `el`. */
-static int grow(void *pp, size_t *cap, size_t need, size_t el)
-{
-    void **p = (void **)pp;
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need) {
-        if (nc > ((size_t)-1) / 2 / el)
-            return -1;
-        nc *= 2;
-    }
-    void *np = realloc(*p, nc * el);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
-static int set_err(bert_error *err, int status, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        err->status = status;
-        err->byte_offset = -1;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* Appends n bytes + NUL to the arena; returns the offset or (size_t)-1. */
 static size_t arena_put(tag_priv *P, const char *s, size_t n)
 {
-    if (grow(&P->arena, &P->acap, P->alen + n + 1, 1))
+    if (bert__grow(&P->arena, &P->acap, P->alen + n + 1, 1))
         return (size_t)-1;
     size_t off = P->alen;
     if (n)
@@ -140,7 +104,7 @@ static size_t arena_put(tag_priv *P, const char *s, size_t n)
 
 static int tmp_put(tag_priv *P, const char *s, size_t n)
 {
-    if (grow(&P->tmp, &P->tcap, P->tlen + n + 1, 1))
+    if (bert__grow(&P->tmp, &P->tcap, P->tlen + n + 1, 1))
         return -1;
     memcpy(P->tmp + P->tlen, s, n);
     P->tlen += n;
@@ -198,15 +162,11 @@ void bert_tag_result_free(bert_tag_result *r)
         free(P->pubw);
         bert_encoding_free(P->enc);
         free(P->labels);
+        bert__windows_free(P->win);
         free(P->tokstr);
-        free(P->wids);
         free(P->wmask);
         free(P->woff);
         free(P->wboff);
-        free(P->wstart);
-        free(P->wlen);
-        free(P->inputs);
-        free(P->logits);
         free(P);
     }
     free(r);
@@ -230,7 +190,7 @@ static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
     i = 0;
     /* worst case: every byte starts a match */
     size_t need = *len / fl * (tl > fl ? tl : fl) + *len + 1;
-    if (grow(scratch, scap, need, 1))
+    if (bert__grow(scratch, scap, need, 1))
         return -1;
     while (i < *len) {
         if (i + fl <= *len && memcmp(*buf + i, from, fl) == 0) {
@@ -249,41 +209,6 @@ static int replace_all(char **buf, size_t *len, size_t *cap, char **scratch,
     *scap = tc;
     *len = o;
     return 0;
-}
-
-/* GPT-2's bytes_to_unicode inverted: the byte a character of a byte-level
- * token stands for, or -1 for a character outside the map. */
-static int char_byte(uint32_t c)
-{
-    if ((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) ||
-        (c >= 0xAE && c <= 0xFF))
-        return (int)c;
-    if (c < 0x100 || c >= 0x100 + 68)
-        return -1;
-    /* the 68 other bytes in order: 0x00-0x20, 0x7F-0xA0, 0xAD */
-    c -= 0x100;
-    return c < 33 ? (int)c : c < 67 ? (int)(0x7F + c - 33) : 0xAD;
-}
-
-/* Decodes one code point of valid UTF-8 at s; its length in *n. */
-static uint32_t utf8_cp(const unsigned char *s, size_t *n)
-{
-    if (s[0] < 0x80) {
-        *n = 1;
-        return s[0];
-    }
-    if (s[0] < 0xE0) {
-        *n = 2;
-        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (s[0] < 0xF0) {
-        *n = 3;
-        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) |
-               (s[2] & 0x3F);
-    }
-    *n = 4;
-    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-           ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
 }
 
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 with *bad set to the
@@ -338,8 +263,8 @@ static int decode_words_bytes(tag_priv *P, const size_t *word,
     for (size_t i = 0; i < n; i++)
         total += *(const size_t *)((const char *)wlen + i * stride_el);
     /* piece: the raw bytes; tmp: the decoded text (<= 3 bytes per byte) */
-    if (grow(&P->piece, &P->piece_cap, total + 1, 1) ||
-        grow(&P->tmp, &P->tcap, 3 * total + 1, 1))
+    if (bert__grow(&P->piece, &P->piece_cap, total + 1, 1) ||
+        bert__grow(&P->tmp, &P->tcap, 3 * total + 1, 1))
         return -1;
     size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
@@ -349,7 +274,7 @@ static int decode_words_bytes(tag_priv *P, const size_t *word,
         size_t k = 0, start = nb;
         while (k < wl) {
             size_t cl;
-            int b = char_byte(utf8_cp(t + k, &cl));
+            int b = bert__bytelevel_byte(bert__utf8_get(t + k, &cl));
             if (b < 0)
                 break;
             P->piece[nb++] = (char)b;
@@ -402,7 +327,7 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
     if (P->byte_level)
         return decode_words_bytes(P, word, wlen, n, stride_el, off, len);
     P->tlen = 0;
-    if (grow(&P->tmp, &P->tcap, 1, 1))
+    if (bert__grow(&P->tmp, &P->tcap, 1, 1))
         return -1;
     P->tmp[0] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -418,7 +343,7 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
                 space = 1;
             }
         }
-        if (grow(&P->piece, &P->piece_cap, wl + 2, 1))
+        if (bert__grow(&P->piece, &P->piece_cap, wl + 2, 1))
             return -1;
         if (space)
             P->piece[plen++] = ' ';
@@ -440,15 +365,6 @@ static int decode_words(tag_priv *P, const size_t *word, const size_t *wlen,
 }
 
 /* ---- aggregation --------------------------------------------------------- */
-
-static size_t argmax(const float *v, size_t n)
-{
-    size_t best = 0;
-    for (size_t i = 1; i < n; i++)
-        if (v[i] > v[best])
-            best = i;
-    return best;
-}
 
 static size_t cp_count(const char *s, size_t n)
 {
@@ -477,9 +393,9 @@ static void get_tag(const char *label, int *is_b, const char **tag)
 static int bad_params(const bert_tag_params *p, bert_error *err)
 {
     if (p->n_ignore && !p->ignore_labels)
-        return set_err(err, BERT_EINVAL,
-                       "ignore_labels is NULL but n_ignore is %zu",
-                       p->n_ignore);
+        return bert__err(err, BERT_EINVAL,
+                         "ignore_labels is NULL but n_ignore is %zu",
+                         p->n_ignore);
     return BERT_OK;
 }
 
@@ -503,20 +419,20 @@ static int aggregate_word(tag_priv *P, const bert_tag_tokens *in,
                      sizeof(pre_entity), &e->word, &e->word_len))
         return -1;
     if (agg == BERT_AGG_FIRST) {
-        idx = argmax(pe[a].scores, C);
+        idx = bert__argmax(pe[a].scores, C);
         score = pe[a].scores[idx];
     } else if (agg == BERT_AGG_MAX) {
         /* max(entities, key=scores.max()): the first maximum wins */
         size_t best = a;
-        float bestv = pe[a].scores[argmax(pe[a].scores, C)];
+        float bestv = pe[a].scores[bert__argmax(pe[a].scores, C)];
         for (size_t i = a + 1; i < b; i++) {
-            float v = pe[i].scores[argmax(pe[i].scores, C)];
+            float v = pe[i].scores[bert__argmax(pe[i].scores, C)];
             if (v > bestv) {
                 bestv = v;
                 best = i;
             }
         }
-        idx = argmax(pe[best].scores, C);
+        idx = bert__argmax(pe[best].scores, C);
         score = pe[best].scores[idx];
     } else {
         /* np.nanmean(stack, axis=0) in float32: the rows are summed in
@@ -528,7 +444,7 @@ static int aggregate_word(tag_priv *P, const bert_tag_tokens *in,
                 acc += pe[i].scores[c];
             avg[c] = (float)((double)acc / (double)(b - a));
         }
-        idx = argmax(avg, C);
+        idx = bert__argmax(avg, C);
         score = avg[idx];
     }
     e->label = (int)idx;
@@ -555,7 +471,7 @@ static size_t aggregate_words(tag_priv *P, const bert_tag_tokens *in,
     for (size_t i = 1; i <= npre; i++) {
         if (i < npre && P->pre[i].is_subword)
             continue;
-        if (grow(out, cap, n + 1, sizeof(ent)))
+        if (bert__grow(out, cap, n + 1, sizeof(ent)))
             return (size_t)-1;
         if (aggregate_word(P, in, agg, a, i, &(*out)[n]))
             return (size_t)-1;
@@ -609,7 +525,7 @@ static size_t group_entities(tag_priv *P, const bert_tag_tokens *in,
             if (strcmp(tag, last_tag) == 0 && !bi)
                 continue;
         }
-        if (grow(&P->grp, &P->grp_cap, ng + 1, sizeof(ent)))
+        if (bert__grow(&P->grp, &P->grp_cap, ng + 1, sizeof(ent)))
             return (size_t)-1;
         if (group_sub(P, in, e, a, i, &P->grp[ng]))
             return (size_t)-1;
@@ -621,7 +537,7 @@ static size_t group_entities(tag_priv *P, const bert_tag_tokens *in,
 
 static int keep_entity(tag_priv *P, const ent *e)
 {
-    if (grow(&P->ents, &P->ents_cap, P->n_ents + 1, sizeof(ent)))
+    if (bert__grow(&P->ents, &P->ents_cap, P->n_ents + 1, sizeof(ent)))
         return -1;
     P->ents[P->n_ents++] = *e;
     return 0;
@@ -633,7 +549,7 @@ static int keep_words(tag_priv *P, const ent *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (P->n_words && w[i].start < P->words[P->n_words - 1].end)
             continue;
-        if (grow(&P->words, &P->words_cap, P->n_words + 1, sizeof(ent)))
+        if (bert__grow(&P->words, &P->words_cap, P->n_words + 1, sizeof(ent)))
             return -1;
         P->words[P->n_words++] = w[i];
     }
@@ -647,24 +563,24 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
     size_t n = in->n, C = in->n_labels;
     if (n && (!in->ids || !in->tokens || !in->offsets || !in->byte_offsets ||
               !in->special_mask || !in->logits))
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL array");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL array");
     if (C == 0 || !in->labels)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: no labels");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: no labels");
     for (size_t c = 0; c < C; c++)
         if (!in->labels[c])
-            return set_err(err, BERT_EINVAL,
-                           "bert_tag_aggregate: label %zu is NULL", c);
+            return bert__err(err, BERT_EINVAL,
+                             "bert_tag_aggregate: label %zu is NULL", c);
     if ((unsigned)p->aggregation > BERT_AGG_MAX)
-        return set_err(err, BERT_EINVAL,
-                       "bert_tag_aggregate: unknown aggregation %d",
-                       (int)p->aggregation);
+        return bert__err(err, BERT_EINVAL,
+                         "bert_tag_aggregate: unknown aggregation %d",
+                         (int)p->aggregation);
     if (n && !in->text && in->len)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL text");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL text");
 
     /* softmax as numpy: exp(x - max) / sum, in float32 */
-    if (grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
-        grow(&P->avg, &P->avg_cap, C, sizeof(float)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
+        bert__grow(&P->avg, &P->avg_cap, C, sizeof(float)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t t = 0; t < n; t++) {
         const float *x = in->logits + t * C;
         float *y = P->probs + t * C;
@@ -686,19 +602,19 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
 
     /* gather_pre_entities */
     size_t npre = 0;
-    if (grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->pre, &P->pre_cap, n + 1, sizeof(pre_entity)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t t = 0; t < n; t++) {
         if (in->special_mask[t])
             continue;
         int64_t s = in->offsets[2 * t], e = in->offsets[2 * t + 1];
         int64_t bs = in->byte_offsets[2 * t], be = in->byte_offsets[2 * t + 1];
         if (s < 0 || e < s || bs < 0 || be < bs || (uint64_t)be > in->len)
-            return set_err(err, BERT_EINVAL,
-                           "bert_tag_aggregate: token %zu has offsets "
-                           "[%lld,%lld) bytes [%lld,%lld) outside the text",
-                           t, (long long)s, (long long)e, (long long)bs,
-                           (long long)be);
+            return bert__err(err, BERT_EINVAL,
+                             "bert_tag_aggregate: token %zu has offsets "
+                             "[%lld,%lld) bytes [%lld,%lld) outside the text",
+                             t, (long long)s, (long long)e, (long long)bs,
+                             (long long)be);
         const char *tok = in->tokens[t] ? in->tokens[t] : "";
         size_t toklen = strlen(tok);
         const char *ref = in->text + bs;
@@ -725,7 +641,7 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
             pe->word_len = toklen;
         }
         if (o == (size_t)-1)
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         pe->word = o;
         pe->scores = P->probs + t * C;
         pe->start = s;
@@ -739,12 +655,12 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
     size_t ntok;
     bert_aggregation agg = p->aggregation;
     if (agg == BERT_AGG_NONE || agg == BERT_AGG_SIMPLE) {
-        if (grow(&P->tok, &P->tok_cap, npre + 1, sizeof(ent)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+        if (bert__grow(&P->tok, &P->tok_cap, npre + 1, sizeof(ent)))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
         for (size_t i = 0; i < npre; i++) {
             const pre_entity *pe = &P->pre[i];
             ent *e = &P->tok[i];
-            size_t idx = argmax(pe->scores, C);
+            size_t idx = bert__argmax(pe->scores, C);
             e->label = (int)idx;
             e->score = pe->scores[idx];
             e->index = pe->index;
@@ -757,34 +673,34 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
             e->name = arena_put(P, in->labels[idx], strlen(in->labels[idx]));
             e->name_len = strlen(in->labels[idx]);
             if (e->name == (size_t)-1)
-                return set_err(err, BERT_ENOMEM, "out of memory");
+                return bert__err(err, BERT_ENOMEM, "out of memory");
         }
         ntok = npre;
         /* words for CoNLL output: FIRST */
         size_t nw = aggregate_words(P, in, BERT_AGG_FIRST, npre, &P->wfirst,
                                     &P->wfirst_cap);
         if (nw == (size_t)-1 || keep_words(P, P->wfirst, nw))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     } else {
         ntok = aggregate_words(P, in, agg, npre, &P->tok, &P->tok_cap);
         if (ntok == (size_t)-1 || keep_words(P, P->tok, ntok))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     }
 
     if (agg == BERT_AGG_NONE) {
         for (size_t i = 0; i < ntok; i++)
             if (!is_ignored(p, in->labels[P->tok[i].label]) &&
                 keep_entity(P, &P->tok[i]))
-                return set_err(err, BERT_ENOMEM, "out of memory");
+                return bert__err(err, BERT_ENOMEM, "out of memory");
         return BERT_OK;
     }
     size_t ng = group_entities(P, in, P->tok, ntok);
     if (ng == (size_t)-1)
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t i = 0; i < ng; i++)
         if (!is_ignored(p, P->arena + P->grp[i].name) &&
             keep_entity(P, &P->grp[i]))
-            return set_err(err, BERT_ENOMEM, "out of memory");
+            return bert__err(err, BERT_ENOMEM, "out of memory");
     return BERT_OK;
 }
 
@@ -818,7 +734,7 @@ static int merge_overlapping(tag_priv *P)
         }
         P->ents[j] = x;
     }
-    if (grow(&P->merged, &P->merged_cap, n + 1, sizeof(ent)))
+    if (bert__grow(&P->merged, &P->merged_cap, n + 1, sizeof(ent)))
         return -1;
     size_t m = 0;
     ent prev = P->ents[0];
@@ -843,9 +759,11 @@ static int merge_overlapping(tag_priv *P)
 static int publish(bert_tag_result *r, bert_error *err)
 {
     tag_priv *P = r->priv_;
-    if (grow(&P->pub, &P->pub_cap, P->n_ents + 1, sizeof(bert_entity)) ||
-        grow(&P->pubw, &P->pubw_cap, P->n_words + 1, sizeof(bert_tag_word)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if (bert__grow(&P->pub, &P->pub_cap, P->n_ents + 1,
+                   sizeof(bert_entity)) ||
+        bert__grow(&P->pubw, &P->pubw_cap, P->n_words + 1,
+                   sizeof(bert_tag_word)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t i = 0; i < P->n_ents; i++) {
         const ent *e = &P->ents[i];
         bert_entity *o = &P->pub[i];
@@ -881,10 +799,10 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
 {
     bert_tag_params def;
     if (!out || !out->priv_)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL result");
     reset(out);
     if (!in)
-        return set_err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
+        return bert__err(err, BERT_EINVAL, "bert_tag_aggregate: NULL input");
     if (BERT__PARAMS(def, params, bert_tag_default_params, err))
         return BERT_EINVAL;
     const bert_tag_params *p = &def;
@@ -900,44 +818,53 @@ int bert_tag_aggregate(const bert_tag_tokens *in, const bert_tag_params *params,
 
 /* ---- running the model --------------------------------------------------- */
 
-/* Checks the call and tokenizes text (without special tokens; truncated
- * unless strided) into P->enc, then lays out its windows over the content
- * tokens as tokenizers' overflowing encodings (step W - stride) in
- * P->wstart/P->wlen.  *nwin receives their count. */
-static int tag_prepare(const bert_model *m, const char *text, size_t len,
-                       const bert_tag_params *p, bert_tag_result *out,
-                       size_t *nwin, bert_error *err)
+/* What running m with params p needs, checked once per call: a
+ * token-classification model with its tokenizer and labels, and a stride
+ * the windows can take.  BERT_OK or BERT_EINVAL with err filled. */
+static int tag_check(const bert_model *m, const bert_tag_params *p,
+                     bert_error *err)
 {
-    tag_priv *P = out->priv_;
     const bert_config *cfg = bert_model_config(m);
-    const bert_tokenizer *tok = bert_model_tokenizer(m);
-    if (!cfg || cfg->task != BERT_TASK_TOKEN)
-        return set_err(err, BERT_EINVAL,
-                       "the model is not a token-classification model");
-    if (!tok)
-        return set_err(err, BERT_EINVAL, "the model has no tokenizer");
+    int rc = bert__model_task(m, BERT_TASK_TOKEN, err);
+    if (rc)
+        return rc;
+    if (!bert_model_tokenizer(m))
+        return bert__err(err, BERT_EINVAL, "the model has no tokenizer");
     size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
     if (C == 0 || maxlen < 3)
-        return set_err(err, BERT_EINVAL, "the model has %zu labels and a "
-                       "maximum length of %zu", C, maxlen);
-    if (p->stride >= 0) {
-        if (p->aggregation == BERT_AGG_NONE)
-            return set_err(err, BERT_EINVAL, "a stride needs an aggregation "
-                           "other than none (as in transformers)");
-        if ((size_t)p->stride >= maxlen - 2)
-            return set_err(err, BERT_EINVAL, "stride %ld must be less than "
-                           "the maximum length minus the 2 special tokens "
-                           "(%zu)", p->stride, maxlen - 2);
-    }
-    if (grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_EINVAL, "the model has %zu labels and a "
+                         "maximum length of %zu", C, maxlen);
+    if (p->stride >= 0 && p->aggregation == BERT_AGG_NONE)
+        return bert__err(err, BERT_EINVAL, "a stride needs an aggregation "
+                         "other than none (as in transformers)");
+    if (p->stride >= 0 && (size_t)p->stride >= maxlen - 2)
+        return bert__err(err, BERT_EINVAL, "stride %ld must be less than "
+                         "the maximum length minus the 2 special tokens "
+                         "(%zu)", p->stride, maxlen - 2);
+    return bad_params(p, err);
+}
+
+/* Tokenizes text (without special tokens; truncated unless strided) into
+ * P->enc and plans its windows (windows.h: as tokenizers' overflowing
+ * encodings, step W - stride) in P->win, for a call tag_check passed. */
+static int tag_prepare(const bert_model *m, const char *text, size_t len,
+                       const bert_tag_params *p, bert_tag_result *out,
+                       bert_error *err)
+{
+    tag_priv *P = out->priv_;
+    const bert_tokenizer *tok = bert_model_tokenizer(m);
+    size_t C = bert_model_config(m)->num_labels;
+    size_t maxlen = bert_model_max_length(m);
+    if (bert__grow(&P->labels, &P->labels_cap, C, sizeof(char *)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     for (size_t c = 0; c < C; c++) {
         P->labels[c] = bert_model_label(m, (int)c);
         if (!P->labels[c])
             P->labels[c] = "";
     }
-    if (!P->enc && !(P->enc = bert_encoding_create()))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    if ((!P->enc && !(P->enc = bert_encoding_create())) ||
+        (!P->win && !(P->win = bert__windows_create())))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
 
     /* tokens of the text without special tokens; truncated unless strided */
     bert_encode_params ep = bert_encode_default_params();
@@ -947,101 +874,72 @@ static int tag_prepare(const bert_model *m, const char *text, size_t len,
                                    P->enc, err);
     if (rc)
         return rc;
-    if (bert_tokenizer_special(tok, BERT_TOKEN_CLS) < 0 ||
-        bert_tokenizer_special(tok, BERT_TOKEN_SEP) < 0)
-        return set_err(err, BERT_EINVAL, "the vocabulary lacks [CLS] or [SEP]");
-
-    /* windows as tokenizers' overflowing encodings: step W - stride */
-    size_t total = P->enc->n, W = maxlen - 2, nw = 0;
-    if (total <= W || p->stride < 0) {
-        if (grow(&P->wstart, &P->wstart_cap, 1, sizeof(size_t)) ||
-            grow(&P->wlen, &P->wlen_cap, 1, sizeof(size_t)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
-        P->wstart[0] = 0;
-        P->wlen[0] = total < W ? total : W;
-        nw = 1;
-    } else {
-        size_t step = W - (size_t)p->stride;
-        size_t need = (total + step - 1) / step + 1;
-        if (grow(&P->wstart, &P->wstart_cap, need, sizeof(size_t)) ||
-            grow(&P->wlen, &P->wlen_cap, need, sizeof(size_t)))
-            return set_err(err, BERT_ENOMEM, "out of memory");
-        for (size_t st = 0; st < total; st += step) {
-            size_t stop = st + W < total ? st + W : total;
-            P->wstart[nw] = st;
-            P->wlen[nw] = stop - st;
-            nw++;
-            if (stop == total)
-                break;
-        }
-    }
-    *nwin = nw;
+    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
+    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
+    if (cls < 0 || sep < 0)
+        return bert__err(err, BERT_EINVAL,
+                         "the vocabulary lacks [CLS] or [SEP]");
+    bert__windows_plan(P->win, P->enc->ids, P->enc->n, cls, sep, maxlen,
+                       p->stride >= 0 ? (size_t)p->stride : 0);
     return BERT_OK;
 }
 
-/* Lays out windows [g0, g1) back to back from token 0 of P's window
- * buffers: [CLS] content [SEP] ids, special mask, offsets, token strings,
- * and P->inputs[w - g0]; room for their logits in P->logits. */
+/* The per-token arrays of windows [g0, g1), laid out by the engine: special
+ * mask, offsets and token strings, back to back as the windows' ids. */
 static int tag_fill(const bert_model *m, tag_priv *P, size_t g0, size_t g1,
                     bert_error *err)
 {
     const bert_tokenizer *tok = bert_model_tokenizer(m);
+    const struct bert__windows *w = P->win;
     const bert_encoding *E = P->enc;
-    size_t C = bert_model_config(m)->num_labels, ntok = 0;
-    int32_t cls = bert_tokenizer_special(tok, BERT_TOKEN_CLS);
-    int32_t sep = bert_tokenizer_special(tok, BERT_TOKEN_SEP);
-    for (size_t w = g0; w < g1; w++)
-        ntok += P->wlen[w] + 2;
-    if (grow(&P->wids, &P->wids_cap, ntok, sizeof(int32_t)) ||
-        grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
-        grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
-        grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
-        grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)) ||
-        grow(&P->inputs, &P->inputs_cap, g1 - g0, sizeof(bert_input)) ||
-        grow(&P->logits, &P->logits_cap, ntok * C, sizeof(float)))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+    size_t ntok = 0;
+    for (size_t i = 0; i < g1 - g0; i++)
+        ntok += w->in[i].n;
+    if (bert__grow(&P->wmask, &P->wmask_cap, ntok, sizeof(int32_t)) ||
+        bert__grow(&P->woff, &P->woff_cap, 2 * ntok, sizeof(int64_t)) ||
+        bert__grow(&P->wboff, &P->wboff_cap, 2 * ntok, sizeof(int64_t)) ||
+        bert__grow(&P->tokstr, &P->tokstr_cap, ntok, sizeof(char *)))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     size_t k = 0;
-    for (size_t w = g0; w < g1; w++) {
-        size_t base = k;
-        for (size_t j = 0; j < P->wlen[w] + 2; j++, k++) {
-            int special = j == 0 || j == P->wlen[w] + 1;
-            size_t src = P->wstart[w] + j - 1;
-            P->wids[k] = j == 0 ? cls : special ? sep : E->ids[src];
+    for (size_t i = g0; i < g1; i++) {
+        size_t a, b;
+        bert__windows_span(w, i, &a, &b);
+        const int32_t *ids = w->in[i - g0].ids;
+        for (size_t j = 0; j < b - a + 2; j++, k++) {
+            int special = j == 0 || j == b - a + 1;
+            size_t src = a + j - 1;
             P->wmask[k] = special;
             for (int h = 0; h < 2; h++) {
                 P->woff[2 * k + h] = special ? 0 : E->offsets[2 * src + h];
                 P->wboff[2 * k + h] =
                     special ? 0 : E->byte_offsets[2 * src + h];
             }
-            const char *ts = bert_tokenizer_token(tok, P->wids[k]);
+            const char *ts = bert_tokenizer_token(tok, ids[j]);
             P->tokstr[k] = ts ? ts : "";
         }
-        P->inputs[w - g0].ids = P->wids + base;
-        P->inputs[w - g0].type_ids = NULL;
-        P->inputs[w - g0].n = P->wlen[w] + 2;
     }
     return BERT_OK;
 }
 
-/* Post-processes windows [g0, g1), laid out by tag_fill with their logits
- * in P->logits. */
+/* Post-processes windows [g0, g1), laid out by the engine and tag_fill,
+ * their token logits in `logits`. */
 static int tag_post(const bert_model *m, tag_priv *P, const char *text,
                     size_t len, const bert_tag_params *p, size_t g0,
-                    size_t g1, bert_error *err)
+                    size_t g1, const float *logits, bert_error *err)
 {
     const bert_tokenizer *tok = bert_model_tokenizer(m);
     size_t C = bert_model_config(m)->num_labels, k = 0;
-    for (size_t w = g0; w < g1; w++) {
+    for (size_t i = g0; i < g1; i++) {
         bert_tag_tokens tt;
         tt.text = text ? text : "";
         tt.len = len;
-        tt.n = P->wlen[w] + 2;
-        tt.ids = P->wids + k;
+        tt.n = P->win->in[i - g0].n;
+        tt.ids = P->win->in[i - g0].ids;
         tt.tokens = P->tokstr + k;
         tt.offsets = P->woff + 2 * k;
         tt.byte_offsets = P->wboff + 2 * k;
         tt.special_mask = P->wmask + k;
-        tt.logits = P->logits + k * C;
+        tt.logits = logits + k * C;
         tt.n_labels = C;
         tt.labels = P->labels;
         tt.unk_id = bert_tokenizer_special(tok, BERT_TOKEN_UNK);
@@ -1055,59 +953,71 @@ static int tag_post(const bert_model *m, tag_priv *P, const char *text,
 }
 
 /* Merges the windows' entities and publishes them into out. */
-static int tag_finish(bert_tag_result *out, size_t nwin, bert_error *err)
+static int tag_finish(bert_tag_result *out, bert_error *err)
 {
     tag_priv *P = out->priv_;
+    size_t nwin = P->win->count;
     if (nwin > 1 && merge_overlapping(P))
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     out->n_windows = nwin;
     return publish(out, err);
 }
 
-int bert_tag_text(const bert_model *m, bert_session *s, const char *text,
-                  size_t len, const bert_tag_params *params,
-                  bert_tag_result *out, bert_error *err)
+/* bert_tag_text's call, for its bert__windows_fn. */
+typedef struct tag_call {
+    const bert_model *m;
+    tag_priv *P;
+    const char *text;
+    size_t len;
+    const bert_tag_params *p;
+} tag_call;
+
+/* bert__windows_fn of bert_tag_text: post-processes each run's windows. */
+static int tag_run_post(void *data, const struct bert__windows *w, size_t g0,
+                        size_t g1, const float *logits, bert_error *err)
+{
+    const tag_call *c = data;
+    (void)w;
+    int rc = tag_fill(c->m, c->P, g0, g1, err);
+    return rc ? rc : tag_post(c->m, c->P, c->text, c->len, c->p, g0, g1,
+                              logits, err);
+}
+
+int bert_tag_text(bert_session *s, const char *text, size_t len,
+                  const bert_tag_params *params, bert_tag_result *out,
+                  bert_error *err)
 {
     bert_tag_params def;
     const bert_tag_params *p = &def;
     if (!out || !out->priv_)
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL result");
+        return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL result");
     reset(out);
     if (BERT__PARAMS(def, params, bert_tag_default_params, err))
         return BERT_EINVAL;
-    if (!m || !s || (!text && len))
-        return set_err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
-    if (bad_params(p, err))
-        return BERT_EINVAL;
+    if (!s || (!text && len))
+        return bert__err(err, BERT_EINVAL, "bert_tag_text: NULL argument");
+    const bert_model *m = s->m;
     tag_priv *P = out->priv_;
-    size_t nwin;
-    int rc = tag_prepare(m, text, len, p, out, &nwin, err);
-    /* run windows in groups (bounded memory), post-process each */
-    const size_t group = 8;
-    for (size_t g0 = 0; rc == BERT_OK && g0 < nwin; g0 += group) {
-        size_t g1 = g0 + group < nwin ? g0 + group : nwin;
-        if ((rc = tag_fill(m, P, g0, g1, err)))
-            break;
-        bert_outputs bo = {P->logits, NULL, NULL};
-        if ((rc = bert_session_run(s, P->inputs, g1 - g0, &bo))) {
-            set_err(err, rc, "%s", bert_session_errmsg(s));
-            break;
-        }
-        rc = tag_post(m, P, text, len, p, g0, g1, err);
-    }
+    tag_call call = {m, P, text, len, p};
+    int rc = tag_check(m, p, err);
     if (rc == BERT_OK)
-        rc = tag_finish(out, nwin, err);
+        rc = tag_prepare(m, text, len, p, out, err);
+    /* windows run 8 at a time (bounded memory), each run post-processed */
+    if (rc == BERT_OK)
+        rc = bert__windows_run(s, P->win, 8, 0, tag_run_post, &call, err);
+    if (rc == BERT_OK)
+        rc = tag_finish(out, err);
     if (rc)
         reset(out);
     return rc;
 }
 
 /* bert_tag_batch's per-text failure of a model run. */
-static void tag_fail(void *data, const bert__seq *q, const char *msg)
+static void tag_fail(void *data, const bert__seq *q, const bert_error *e)
 {
-    bert_error *e = (bert_error *)data + q->item;
-    if (e->status == BERT_OK)
-        set_err(e, q->status, "%s", msg[0] ? msg : bert_strerror(q->status));
+    bert_error *te = (bert_error *)data + q->item;
+    if (te->status == BERT_OK) /* the first failed window tells */
+        *te = *e;
 }
 
 int bert_tag_batch(bert_session *s, const char *const *texts,
@@ -1119,7 +1029,7 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     bert_tag_params def;
     const bert_tag_params *p = &def;
     if (!s)
-        return set_err(err, BERT_EINVAL, "session is NULL");
+        return bert__err(err, BERT_EINVAL, "session is NULL");
     if (BERT__PARAMS(def, params, bert_tag_default_params, err) ||
         bert__params_nested(p->batch.size, sizeof p->batch,
                             "bert_tag_params.batch", err))
@@ -1128,35 +1038,24 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
     if (n == 0)
         return BERT_OK;
     if (!texts || !results || !errors)
-        return set_err(err, BERT_EINVAL, "%s is NULL",
-                       !texts ? "texts" : !results ? "results" : "errors");
-    if (bad_params(p, err))
-        return BERT_EINVAL;
+        return bert__err(err, BERT_EINVAL, "%s is NULL",
+                         !texts ? "texts" : !results ? "results" : "errors");
     if (p->batch.batch_size < 1)
-        return set_err(err, BERT_EINVAL, "batch_size is 0");
-    const bert_config *cfg = bert_model_config(m);
-    if (cfg->task != BERT_TASK_TOKEN)
-        return set_err(err, BERT_EINVAL,
-                       "the model is not a token-classification model");
-    size_t C = cfg->num_labels, maxlen = bert_model_max_length(m);
-    if (p->stride >= 0 &&
-        (p->aggregation == BERT_AGG_NONE || maxlen < 3 ||
-         (size_t)p->stride >= maxlen - 2))
-        return set_err(err, BERT_EINVAL, "stride %ld needs an aggregation "
-                       "other than none and must be less than the maximum "
-                       "length minus the 2 special tokens (%zu)",
-                       p->stride, maxlen < 2 ? 0 : maxlen - 2);
+        return bert__err(err, BERT_EINVAL, "batch_size is 0");
+    int rc = tag_check(m, p, err);
+    if (rc)
+        return rc;
+    size_t C = bert_model_config(m)->num_labels;
     for (size_t i = 0; i < n; i++)
         if (!results[i] || !results[i]->priv_)
-            return set_err(err, BERT_EINVAL, "result %zu is NULL", i);
+            return bert__err(err, BERT_EINVAL, "result %zu is NULL", i);
     struct bert__batch *b = bert__batch_begin(s);
-    size_t *first = malloc(2 * n * sizeof *first), *nwin = first + n;
+    size_t *first = malloc(n * sizeof *first);
     if (!b || !first) {
         free(first);
-        return set_err(err, BERT_ENOMEM, "out of memory");
+        return bert__err(err, BERT_ENOMEM, "out of memory");
     }
-    int rc = BERT_OK;
-    /* every window of every text, laid out in its result's buffers */
+    /* every window of every text, laid out in its result's engine */
     for (size_t i = 0; i < n && rc == BERT_OK; i++) {
         bert_error *e = &errors[i];
         tag_priv *P = results[i]->priv_;
@@ -1164,46 +1063,39 @@ int bert_tag_batch(bert_session *s, const char *const *texts,
         e->byte_offset = -1;
         reset(results[i]);
         first[i] = b->nseq;
-        nwin[i] = 0;
         size_t len = lens ? lens[i] : texts[i] ? strlen(texts[i]) : 0;
-        int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i],
-                                        &nwin[i], e)
-                          : set_err(e, BERT_EINVAL, "text %zu is NULL", i);
+        int r1 = texts[i] ? tag_prepare(m, texts[i], len, p, results[i], e)
+                          : bert__err(e, BERT_EINVAL, "text %zu is NULL", i);
+        if (r1 == BERT_OK && (r1 = bert__windows_fill(P->win, 0,
+                                                      P->win->count)))
+            bert__err(e, r1, "out of memory");
         if (r1 == BERT_OK)
-            r1 = tag_fill(m, P, 0, nwin[i], e);
+            r1 = tag_fill(m, P, 0, P->win->count, e);
         if (r1 != BERT_OK) {
             e->status = r1;
-            nwin[i] = 0;
             continue;
         }
-        for (size_t w = 0; w < nwin[i] && rc == BERT_OK; w++)
-            if (bert__batch_add(b, i, P->inputs[w].ids, NULL,
-                                P->inputs[w].n))
-                rc = set_err(err, BERT_ENOMEM, "out of memory");
+        if (bert__windows_add(P->win, b, i))
+            rc = bert__err(err, BERT_ENOMEM, "out of memory");
         if (rc == BERT_OK && p->batch.progress &&
             p->batch.progress(0, 0, p->batch.progress_data))
-            rc = set_err(err, BERT_ECANCELED, "canceled after tokenizing "
-                         "%zu of %zu texts", i + 1, n);
+            rc = bert__err(err, BERT_ECANCELED, "canceled after tokenizing "
+                           "%zu of %zu texts", i + 1, n);
     }
     if (rc == BERT_OK)
         rc = bert__batch_run(s, b, &p->batch, 1, C, err, tag_fail, errors);
     for (size_t i = 0; i < n && rc == BERT_OK; i++) {
         bert_error *e = &errors[i];
         tag_priv *P = results[i]->priv_;
-        if (e->status != BERT_OK || nwin[i] == 0)
+        if (e->status != BERT_OK)
             continue;
-        /* the windows' logits back into the result, in window order */
-        size_t k = 0;
-        for (size_t w = 0; w < nwin[i]; w++) {
-            const bert__seq *q = &b->seq[first[i] + w];
-            memcpy(P->logits + k * C, b->logits + q->row * C,
-                   q->n * C * sizeof(float));
-            k += q->n;
-        }
+        /* the windows' rows follow each other in b->logits, in window
+         * order */
         size_t len = lens ? lens[i] : strlen(texts[i]);
-        int r1 = tag_post(m, P, texts[i], len, p, 0, nwin[i], e);
+        int r1 = tag_post(m, P, texts[i], len, p, 0, P->win->count,
+                          b->logits + b->seq[first[i]].row * C, e);
         if (r1 == BERT_OK)
-            r1 = tag_finish(results[i], nwin[i], e);
+            r1 = tag_finish(results[i], e);
         if (r1 != BERT_OK) {
             e->status = r1;
             reset(results[i]);

@@ -75,26 +75,6 @@ static int run_batch(bert_pg_model *pm, const char *const *texts,
     return rc;
 }
 
-/* Raises the SQL error of a text the tokenizer refused (input i, 1-based
- * in the message), or of a failed model run or call (what NULL), with the
- * codes bert_pg_fail uses. */
-static void fail(int rc, const char *what, size_t i, const char *msg,
-                 const char *fn)
-{
-    if (!msg[0])
-        msg = bert_strerror(rc);
-    if (what)
-        ereport(ERROR,
-                (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
-                                          : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-                 errmsg("%s: %s %zu: %s", fn, what, i + 1, msg)));
-    ereport(ERROR,
-            (errcode(rc == BERT_ENOMEM  ? ERRCODE_OUT_OF_MEMORY
-                     : rc == BERT_EINVAL ? ERRCODE_INVALID_PARAMETER_VALUE
-                                         : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-             errmsg("%s: %s", fn, msg)));
-}
-
 void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
                            const size_t *lens, size_t n, int *labels,
                            float *scores, const char *fn)
@@ -137,12 +117,20 @@ void bert_pg_classify_many(bert_pg_model *pm, const char *const *texts,
                             errmsg("%s: canceled", fn)));
         }
         if (rc != BERT_OK)
-            fail(rc, NULL, 0, err.text, fn);
-        /* the first failed input, as the error of the whole call */
+            bert_pg_fail(rc, err.text, fn);
+        /* the first failed input, as the error of the whole call (a text
+         * the tokenizer refused names its input, 1-based) */
         for (size_t k = 0; k < nvalid; k++)
             if (res[k].status != BERT_OK)
-                fail(res[k].status, res[k].n_tokens ? NULL : "input", wi[k],
-                     res[k].error.text, fn);
+                bert_pg_fail(res[k].status,
+                             res[k].n_tokens
+                                 ? res[k].error.text
+                                 : psprintf("input %zu: %s", wi[k] + 1,
+                                            res[k].error.text[0]
+                                                ? res[k].error.text
+                                                : bert_strerror(
+                                                      res[k].status)),
+                             fn);
         for (size_t k = 0; k < nvalid; k++) {
             labels[wi[k]] = res[k].label;
             scores[wi[k]] = sc[k * C + res[k].label];

@@ -112,8 +112,10 @@ void bert_pg_guard_install(void);
  * checked against bert.max_input_bytes.  *len receives the length. */
 const char *bert_pg_text_utf8(const text *t, size_t *len, const char *fn);
 
-/* Raises the SQL error for a failed libbert call on pm's session. */
-pg_attribute_noreturn() void bert_pg_fail(const bert_pg_model *pm, int rc,
+/* Raises the SQL error of a failed libbert call: "FN: MSG" (MSG empty:
+ * the status's text), with the SQLSTATE the status maps to (invalid UTF-8,
+ * out of memory, invalid parameter, else external routine exception). */
+pg_attribute_noreturn() void bert_pg_fail(int rc, const char *msg,
                                           const char *fn);
 
 /* ---- batched classification (batch.c) ---------------------------------- */

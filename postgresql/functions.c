@@ -146,30 +146,18 @@ static Datum utf8_text(const char *s)
     return CStringGetTextDatum(s);
 }
 
-void bert_pg_fail(const bert_pg_model *pm, int rc, const char *fn)
+void bert_pg_fail(int rc, const char *msg, const char *fn)
 {
-    const char *detail = bert_session_errmsg(pm->s);
     ereport(ERROR,
             (errcode(rc == BERT_EUTF8     ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
                      : rc == BERT_ENOMEM  ? ERRCODE_OUT_OF_MEMORY
                      : rc == BERT_EINVAL  ? ERRCODE_INVALID_PARAMETER_VALUE
                                           : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-             errmsg("%s: %s", fn,
-                    detail && detail[0] ? detail : bert_strerror(rc)),
+             errmsg("%s: %s", fn, msg && msg[0] ? msg : bert_strerror(rc)),
              rc == BERT_EUTF8
                  ? errhint("The text is not valid UTF-8 (a SQL_ASCII "
                            "database?).")
                  : 0));
-}
-
-/* ERROR for a failed call that reported through a bert_error. */
-static void fail_err(int rc, const bert_error *err, const char *fn)
-{
-    ereport(ERROR,
-            (errcode(rc == BERT_EUTF8 ? ERRCODE_CHARACTER_NOT_IN_REPERTOIRE
-                                      : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-             errmsg("%s: %s", fn,
-                    err->text[0] ? err->text : bert_strerror(rc))));
 }
 
 static const char *label_of(const bert_pg_model *pm, int id)
@@ -198,14 +186,15 @@ static void classify_one(bert_pg_model *pm, const char *t, size_t tl,
                          const char *p, size_t pl, float *scores, int *label,
                          const char *fn)
 {
+    bert_error err;
     bert_pg_guard_arm(pm);
     if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
         bert_pg_guard_fail(pm, fn);
     int rc = bert_classify_text(pm->s, t, tl, p, pl, scores, pm->n_labels,
-                                label);
+                                label, &err);
     bert_pg_guard_leave();
     if (rc != BERT_OK)
-        bert_pg_fail(pm, rc, fn);
+        bert_pg_fail(rc, err.text, fn);
 }
 
 /* ---- bert_classify ------------------------------------------------------- */
@@ -309,7 +298,7 @@ static int tag_one(bert_pg_model *pm, const char *t, size_t tl,
     bert_pg_guard_arm(pm);
     if (sigsetjmp(bert_pg_guard_jmp, 1) != 0)
         bert_pg_guard_fail(pm, fn);
-    int rc = bert_tag_text(pm->m, pm->s, t, tl, params, pm->tag, err);
+    int rc = bert_tag_text(pm->s, t, tl, params, pm->tag, err);
     bert_pg_guard_leave();
     return rc;
 }
@@ -341,7 +330,7 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
     memset(&err, 0, sizeof err);
     int rc = tag_one(pm, t, tl, &params, &err, fn);
     if (rc != BERT_OK)
-        fail_err(rc, &err, fn);
+        bert_pg_fail(rc, err.text, fn);
 
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo *rsi = (ReturnSetInfo *)fcinfo->resultinfo;
@@ -375,7 +364,7 @@ Datum bert_tokenize_sql(PG_FUNCTION_ARGS)
     int rc = bert_tokenizer_encode(bert_model_tokenizer(pm->m), t, tl, NULL,
                                    0, &ep, pm->enc, &err);
     if (rc != BERT_OK)
-        fail_err(rc, &err, fn);
+        bert_pg_fail(rc, err.text, fn);
     Datum *d = palloc(sizeof *d * (pm->enc->n ? pm->enc->n : 1));
     for (size_t i = 0; i < pm->enc->n; i++)
         d[i] = Int32GetDatum(pm->enc->ids[i]);

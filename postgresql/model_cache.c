@@ -307,10 +307,11 @@ bert_pg_model *bert_pg_model_get(const text *name_t, int task,
                                "models go to bert_tag.",
                          fn)));
     if (pm->threads != bert_pg_threads) {
-        if (bert_session_set_threads(pm->s, bert_pg_threads) != BERT_OK)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: bad bert.threads %d", fn,
-                                   bert_pg_threads)));
+        bert_error err;
+        int rc = bert_session_set_threads(pm->s, bert_pg_threads, &err);
+        if (rc != BERT_OK)
+            bert_pg_fail(rc, psprintf("bert.threads %d: %s", bert_pg_threads,
+                                      err.text), fn);
         pm->threads = bert_pg_threads;
     }
     pfree(name);

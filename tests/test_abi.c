@@ -140,26 +140,27 @@ static void test_sizes_models(void)
         bert_classify_params cp = bert_classify_default_params();
         CU_ASSERT_EQUAL(bert_classify_text_ex(s, "a", 1, NULL, 0,
                                               BAD(buf, cp, k), NULL, out, 8,
-                                              NULL, NULL),
+                                              NULL, NULL, &err),
                         BERT_EINVAL);
-        CU_ASSERT(strstr(bert_session_errmsg(s), "params->size") != NULL);
+        CU_ASSERT(strstr(err.text, "params->size") != NULL);
         CU_ASSERT_EQUAL(bert_classify_batch(s, texts, NULL, NULL, NULL, 1,
                                             BAD(buf, cp, k), res, NULL, NULL,
                                             0, &err),
                         BERT_EINVAL);
         bert_embed_params bp = bert_embed_default_params();
         CU_ASSERT_EQUAL(bert_embed_texts(s, texts, NULL, NULL, NULL, 1,
-                                         BAD(buf, bp, k), out, 4096),
+                                         BAD(buf, bp, k), out, 4096, &err),
                         BERT_EINVAL);
+        CU_ASSERT(strstr(err.text, "params->size") != NULL);
         bert_window_params wp = bert_window_default_params();
         CU_ASSERT_EQUAL(bert_token_logits(ts, "a", 1, BAD(buf, wp, k), enc,
-                                          out, 4096, NULL),
+                                          out, 4096, NULL, &err),
                         BERT_EINVAL);
+        CU_ASSERT(strstr(err.text, "params->size") != NULL);
         bert_tag_params tp = bert_tag_default_params();
         bert_tag_result *tr = bert_tag_result_create();
         bert_error te;
-        CU_ASSERT_EQUAL(bert_tag_text(tm, ts, "a", 1, BAD(buf, tp, k), tr,
-                                      &err),
+        CU_ASSERT_EQUAL(bert_tag_text(ts, "a", 1, BAD(buf, tp, k), tr, &err),
                         BERT_EINVAL);
         CU_ASSERT_EQUAL(bert_tag_batch(ts, texts, NULL, 1, BAD(buf, tp, k),
                                        &tr, &te, &err),

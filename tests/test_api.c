@@ -5,6 +5,7 @@
  *    bert_apply_function, the bert_trainer_* getters and state calls,
  *    bert_tag_text / bert_tag_aggregate with ignore_labels NULL and
  *    n_ignore 3;
+ *  - bert_utf8_valid stops at the first byte the tokenizers refuse;
  *  - a regression model (problem_type "regression") scores with the raw
  *    logits, as transformers' text-classification pipeline
  *    (function_to_apply none): the bert-seq-uncased fixture with its
@@ -96,13 +97,13 @@ static void test_null_ignore_labels(void)
     p.ignore_labels = NULL;
     p.n_ignore = 3;
     const char t[] = "Angela Merkel visited Paris.";
-    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_tag_text(s, t, strlen(t), &p, r, &err), BERT_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "ignore_labels"));
     bert_tag_tokens in;
     memset(&in, 0, sizeof in);
     CU_ASSERT_EQUAL(bert_tag_aggregate(&in, &p, r, &err), BERT_EINVAL);
     p.n_ignore = 0; /* NULL with 0: keep everything */
-    CU_ASSERT_EQUAL(bert_tag_text(m, s, t, strlen(t), &p, r, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_tag_text(s, t, strlen(t), &p, r, &err), BERT_OK);
     bert_tag_result_free(r);
     bert_session_free(s);
     bert_model_free(m);
@@ -144,6 +145,29 @@ static int copy_fixture(const char *name, const char *problem, char *out,
 }
 
 /* Kernel tiers by name, and what AUTO resolves to can always run. */
+/* bert_utf8_valid: the strict rule (Rust's str) the tokenizers apply. */
+static void test_utf8_valid(void)
+{
+    static const struct {
+        const char *s;
+        size_t len, want;
+    } cases[] = {
+        {"plain ASCII", 11, 11},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, 14},
+        {"ab\xc0\x80", 4, 2},          /* overlong */
+        {"ab\xed\xa0\x80", 5, 2},      /* surrogate */
+        {"ab\xf4\x90\x80\x80", 6, 2},  /* above U+10FFFF */
+        {"ab\xe2\x82", 4, 2},          /* truncated */
+        {"ab\x80", 3, 2},              /* stray continuation byte */
+        {"\xff", 1, 0},
+        {"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CU_ASSERT_EQUAL(bert_utf8_valid(cases[i].s, cases[i].len),
+                        cases[i].want);
+    CU_ASSERT_EQUAL(bert_utf8_valid(NULL, 3), 0);
+}
+
 static void test_kernels_names(void)
 {
     CU_ASSERT_EQUAL(bert_kernels_from_name("auto"), BERT_KERNELS_AUTO);
@@ -187,7 +211,7 @@ static void test_regression_raw_scores(void)
             continue;
         float sc[2];
         int label;
-        int rc = bert_classify_text(s, t, tl, pr, pl, sc, 2, &label);
+        int rc = bert_classify_text(s, t, tl, pr, pl, sc, 2, &label, &err);
         CU_ASSERT_EQUAL(rc, BERT_OK);
         for (int k = 0; k < 2 && rc == BERT_OK; k++) {
             double d = fabs(sc[k] - json_number_value(json_array_get(lg, k)));
@@ -226,6 +250,7 @@ int main(int argc, char **argv)
         {"null_ignore_labels", test_null_ignore_labels},
         {"regression_raw_scores", test_regression_raw_scores},
         {"kernels_names", test_kernels_names},
+        {"utf8_valid", test_utf8_valid},
     };
     return tu_run_suite("api", setup, teardown, tests,
                         sizeof tests / sizeof tests[0], argc, argv);

@@ -504,8 +504,8 @@ static void half_case(bert_dtype dt)
     bert_input in = {ids, NULL, 5};
     float l32[2], l16[2];
     bert_outputs o32 = {l32, NULL, NULL}, o16 = {l16, NULL, NULL};
-    CU_ASSERT_EQUAL(bert_session_run(s32, &in, 1, &o32), BERT_OK);
-    CU_ASSERT_EQUAL(bert_session_run(s16, &in, 1, &o16), BERT_OK);
+    CU_ASSERT_EQUAL(bert_session_run(s32, &in, 1, &o32, NULL), BERT_OK);
+    CU_ASSERT_EQUAL(bert_session_run(s16, &in, 1, &o16, NULL), BERT_OK);
     double md = fmax(fabs(l32[0] - l16[0]), fabs(l32[1] - l16[1]));
     printf(" (logits differ from F32 by %.3g)", md);
     CU_ASSERT(md < 0.05);
@@ -539,19 +539,24 @@ static void test_bad_calls(void)
     float lg[2];
     bert_outputs o = {lg, NULL, NULL};
     bert_input in = {ids, NULL, 3};
-    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o), BERT_EINVAL);
-    CU_ASSERT(strstr(bert_session_errmsg(s), "vocabulary") != NULL);
+    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "vocabulary") != NULL);
+    CU_ASSERT_EQUAL(err.status, BERT_EINVAL);
     ids[1] = 5;
     in.n = 200; /* > max length 128 */
-    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o), BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "200 tokens") != NULL);
     in.n = 0;
-    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o), BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_session_run(s, &in, 1, &o, NULL), BERT_EINVAL);
     int32_t tt[3] = {0, 5, 0};
     bert_input in2 = {ids, tt, 3};
-    CU_ASSERT_EQUAL(bert_session_run(s, &in2, 1, &o), BERT_EINVAL);
-    CU_ASSERT_EQUAL(bert_classify_text(s, "x", 1, NULL, 0, lg, 2, NULL),
+    CU_ASSERT_EQUAL(bert_session_run(s, &in2, 1, &o, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "type id 5") != NULL);
+    CU_ASSERT_EQUAL(bert_classify_text(s, "x", 1, NULL, 0, lg, 2, NULL, &err),
                     BERT_EINVAL); /* no tokenizer loaded */
-    CU_ASSERT_EQUAL(bert_session_set_threads(s, 0), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "tokenizer") != NULL);
+    CU_ASSERT_EQUAL(bert_session_set_threads(s, 0, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "n_threads") != NULL);
     bert_session_free(s);
     bert_model_free(m);
     bert_model_free(NULL);

@@ -96,7 +96,7 @@ static void compare(const char *const *tx, const size_t *ln,
         const char *pair = pairs ? pairs[i] : NULL;
         rc = bert_classify_text_ex(s, tx[i], ln[i], pair,
                                    pair ? strlen(pair) : 0, p, l1, s1, C,
-                                   &label, &nw);
+                                   &label, &nw, &err);
         CU_ASSERT_EQUAL(rc, BERT_OK);
         CU_ASSERT_EQUAL(r[i].status, BERT_OK);
         CU_ASSERT_EQUAL(r[i].label, label);
@@ -194,7 +194,7 @@ static void test_item_errors(void)
         CU_ASSERT_EQUAL(r[i].status, BERT_OK);
         CU_ASSERT_EQUAL(r[i].error.text[0], '\0');
         CU_ASSERT_EQUAL(bert_classify_text(s, tx[i], ln[i], NULL, 0, s1, C,
-                                           &label),
+                                           &label, NULL),
                         BERT_OK);
         CU_ASSERT_EQUAL(r[i].label, label);
         CU_ASSERT(maxdiff(sc + i * C, s1, C) < 1e-5);
@@ -312,7 +312,7 @@ static void same_tags(const bert_tag_result *a, const bert_tag_result *b)
     }
 }
 
-static void tag_compare(bert_model *tm, bert_session *ts,
+static void tag_compare(bert_session *ts,
                         const char *const *tx, const size_t *ln, size_t n,
                         const bert_tag_params *p)
 {
@@ -325,7 +325,7 @@ static void tag_compare(bert_model *tm, bert_session *ts,
                           BERT_OK);
     for (size_t i = 0; i < n; i++) {
         CU_ASSERT_EQUAL(errs[i].status, BERT_OK);
-        CU_ASSERT_EQUAL(bert_tag_text(tm, ts, tx[i], ln[i], p, one, &err),
+        CU_ASSERT_EQUAL(bert_tag_text(ts, tx[i], ln[i], p, one, &err),
                         BERT_OK);
         same_tags(r[i], one);
     }
@@ -358,7 +358,7 @@ static void test_tag_batch(void)
     for (size_t a = 0; a < 5; a++) {
         p.aggregation = aggs[a];
         p.batch.batch_size = a + 1;
-        tag_compare(tm, ts, texts, lens, n_texts, &p);
+        tag_compare(ts, texts, lens, n_texts, &p);
     }
     /* stride windows: a long text (several windows) between short ones */
     size_t total = 0;
@@ -377,7 +377,7 @@ static void test_tag_batch(void)
     p.stride = 16;
     p.batch.batch_size = 4;
     p.batch.max_batch_tokens = 700;
-    tag_compare(tm, ts, tx, ln, 3, &p);
+    tag_compare(ts, tx, ln, 3, &p);
     free(all);
     bert_session_free(ts);
     bert_model_free(tm);
@@ -402,7 +402,7 @@ static void test_tag_batch_errors(void)
     CU_ASSERT_EQUAL(errs[1].byte_offset, 6);
     CU_ASSERT_EQUAL(r[1]->n, 0);
     CU_ASSERT_EQUAL(errs[2].status, BERT_EINVAL);
-    CU_ASSERT_EQUAL(bert_tag_text(tm, ts, tx[0], ln[0], NULL, one, &err),
+    CU_ASSERT_EQUAL(bert_tag_text(ts, tx[0], ln[0], NULL, one, &err),
                     BERT_OK);
     same_tags(r[0], one);
     /* cancel after the first run */

@@ -25,22 +25,28 @@ static void test_pool_by_hand(void)
     /* 3 tokens, H = 2 */
     const float h[] = {1, 2, 3, 4, 5, 0};
     float out[2] = {-1, -1};
-    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_MEAN, 0, out), BERT_OK);
+    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_MEAN, 0, out, NULL), BERT_OK);
     CU_ASSERT_DOUBLE_EQUAL(out[0], 3.0, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(out[1], 2.0, 1e-6);
-    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_CLS, 0, out), BERT_OK);
+    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_CLS, 0, out, NULL), BERT_OK);
     CU_ASSERT(out[0] == 1 && out[1] == 2);
     /* mean (3, 2) normalised: / sqrt(13) */
-    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_MEAN, 1, out), BERT_OK);
+    CU_ASSERT_EQUAL(bert_pool(h, 3, 2, BERT_POOL_MEAN, 1, out, NULL), BERT_OK);
     CU_ASSERT_DOUBLE_EQUAL(out[0], 3 / sqrt(13.0), 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(out[1], 2 / sqrt(13.0), 1e-6);
     /* a zero vector stays zero (the norm is clamped at 1e-12) */
     const float z[] = {0, 0};
-    CU_ASSERT_EQUAL(bert_pool(z, 1, 2, BERT_POOL_CLS, 1, out), BERT_OK);
+    CU_ASSERT_EQUAL(bert_pool(z, 1, 2, BERT_POOL_CLS, 1, out, NULL), BERT_OK);
     CU_ASSERT(out[0] == 0 && out[1] == 0);
-    CU_ASSERT_EQUAL(bert_pool(NULL, 1, 2, BERT_POOL_CLS, 0, out), BERT_EINVAL);
-    CU_ASSERT_EQUAL(bert_pool(h, 0, 2, BERT_POOL_CLS, 0, out), BERT_EINVAL);
-    CU_ASSERT_EQUAL(bert_pool(h, 1, 2, (bert_pooling)7, 0, out), BERT_EINVAL);
+    bert_error err;
+    CU_ASSERT_EQUAL(bert_pool(NULL, 1, 2, BERT_POOL_CLS, 0, out, &err),
+                    BERT_EINVAL);
+    CU_ASSERT_EQUAL(err.status, BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_pool(h, 0, 2, BERT_POOL_CLS, 0, out, NULL),
+                    BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_pool(h, 1, 2, (bert_pooling)7, 0, out, &err),
+                    BERT_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "pooling 7"));
     bert_embed_params p = bert_embed_default_params();
     CU_ASSERT_EQUAL(p.pooling, BERT_POOL_MEAN);
     CU_ASSERT_EQUAL(p.normalize, 0);
@@ -143,11 +149,11 @@ static void check_fixture(const char *name)
         p.pooling = modes[k].pool;
         p.normalize = modes[k].norm;
         int rc = bert_embed_texts(s, texts, lens, pairs, plens, B, &p, got,
-                                  B * H);
+                                  B * H, &err);
         CU_ASSERT_EQUAL(rc, BERT_OK);
         if (rc != BERT_OK) {
             printf("\n  %s %s: %s: %s", name, modes[k].name, bert_strerror(rc),
-                   bert_session_errmsg(s));
+                   err.text);
             continue;
         }
         expected_pool(hid, mask, B, S, H, modes[k].pool, modes[k].norm, want);
@@ -161,22 +167,24 @@ static void check_fixture(const char *name)
     /* too small an output: BERT_ERANGE, out untouched */
     got[0] = 42;
     CU_ASSERT_EQUAL(bert_embed_texts(s, texts, lens, pairs, plens, B, NULL, got,
-                                     B * H - 1),
+                                     B * H - 1, &err),
                     BERT_ERANGE);
     CU_ASSERT_EQUAL(got[0], 42);
     /* NUL-terminated texts (lens NULL), no pairs; invalid UTF-8 names the
      * text and leaves out untouched */
     const char *two[] = {"a gorgeous film", "\xff"};
-    CU_ASSERT_EQUAL(bert_embed_texts(s, two, NULL, NULL, NULL, 1, NULL, got, H),
+    CU_ASSERT_EQUAL(bert_embed_texts(s, two, NULL, NULL, NULL, 1, NULL, got, H,
+                                     &err),
                     BERT_OK);
     CU_ASSERT_NOT_EQUAL(got[0], 42);
     got[0] = 42;
     CU_ASSERT_EQUAL(bert_embed_texts(s, two, NULL, NULL, NULL, 2, NULL, got,
-                                     2 * H),
+                                     2 * H, &err),
                     BERT_EUTF8);
-    CU_ASSERT_PTR_NOT_NULL(strstr(bert_session_errmsg(s), "text 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "text 1"));
     CU_ASSERT_EQUAL(got[0], 42);
-    CU_ASSERT_EQUAL(bert_embed_texts(NULL, two, NULL, NULL, NULL, 1, NULL, got, H),
+    CU_ASSERT_EQUAL(bert_embed_texts(NULL, two, NULL, NULL, NULL, 1, NULL, got,
+                                     H, &err),
                     BERT_EINVAL);
     bert_session_free(s);
     bert_model_free(m);

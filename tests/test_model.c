@@ -156,10 +156,11 @@ static int run_compare(bert_session *s, const bert_model *m, const expected *e,
     size_t nlog = (e->token_logits ? T : B) * (C ? C : 1);
     float *logits = malloc(nlog * sizeof(float));
     bert_outputs out = {logits, pooler, hidden};
-    int rc = bert_session_run(s, in, B, &out);
+    bert_error err;
+    int rc = bert_session_run(s, in, B, &out, &err);
     if (rc != BERT_OK) {
         fprintf(stderr, "run failed: %s: %s\n", bert_strerror(rc),
-                bert_session_errmsg(s));
+                err.text);
         free(hidden);
         free(pooler);
         free(logits);
@@ -192,7 +193,7 @@ static int run_compare(bert_session *s, const bert_model *m, const expected *e,
         memset(pooler, 0xff, B * H * sizeof(float)); /* NaN if not written */
         memset(logits, 0xff, nlog * sizeof(float));
         bert_outputs cls_out = {logits, pooler, NULL};
-        rc = bert_session_run(s, in, B, &cls_out);
+        rc = bert_session_run(s, in, B, &cls_out, NULL);
         if (rc != BERT_OK)
             upd(&md->cls, INFINITY);
         for (size_t b = b0; rc == BERT_OK && b < b1; b++) {
@@ -560,7 +561,7 @@ static int cache_logits(const char *dir, const bert_model_params *mp,
     for (size_t i = 0; rc == BERT_OK && i < 3; i++) {
         int label;
         rc = bert_classify_text(s, texts[i], strlen(texts[i]), NULL, 0,
-                                out + 2 * i, 2, &label);
+                                out + 2 * i, 2, &label, &err);
     }
     bert_session_free(s);
     bert_model_free(m);

@@ -23,6 +23,8 @@
 #include "tests/testutil.h"
 
 static int n_fail, n_check;
+/* The detail of the library call that failed last. */
+static bert_error werr;
 
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \
@@ -104,7 +106,7 @@ static int run_chunk(bert_session *s, const bert_encoding *enc, size_t a,
     ids[k++] = enc->ids[enc->n - 1];
     bert_input in = {ids, types, k};
     bert_outputs o = {out, NULL, NULL};
-    int rc = bert_session_run(s, &in, 1, &o);
+    int rc = bert_session_run(s, &in, 1, &o, &werr);
     free(ids);
     free(types);
     return rc;
@@ -131,7 +133,7 @@ static void token_windows(bert_session *s, const bert_model *m,
 
     /* Size the buffer from the ERANGE answer. */
     float dummy[1];
-    int rc = bert_token_logits(s, text, len, &p, enc, dummy, 0, &nw);
+    int rc = bert_token_logits(s, text, len, &p, enc, dummy, 0, &nw, &werr);
     CHECK(rc == BERT_ERANGE, "ml %zu stride %zu: too small a buffer gave %d",
           ml, stride, rc);
     size_t n = enc->n;
@@ -154,9 +156,10 @@ static void token_windows(bert_session *s, const bert_model *m,
     float *got = malloc((n * C + extra) * sizeof *got);
     for (size_t i = 0; i < n * C + extra; i++)
         got[i] = NAN;
-    rc = bert_token_logits(s, text, len, &p, enc, got, n * C + extra, &nw);
+    rc = bert_token_logits(s, text, len, &p, enc, got, n * C + extra, &nw,
+                           &werr);
     CHECK(rc == BERT_OK, "bert_token_logits: %d %s", rc,
-          bert_session_errmsg(s));
+          werr.text);
     if (rc != BERT_OK) {
         free(got);
         bert_encoding_free(enc);
@@ -257,12 +260,12 @@ static void token_fits(bert_session *s, const bert_model *m, const char *text,
     size_t cap = 4096 * C, nw = 99;
     float *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b),
           *d = malloc(cap * sizeof *d);
-    int rc = bert_token_logits(s, text, len, &p, enc, a, cap, &nw);
+    int rc = bert_token_logits(s, text, len, &p, enc, a, cap, &nw, &werr);
     CHECK(rc == BERT_OK && nw == 1, "truncate mode: %d, %zu runs", rc, nw);
     size_t n = enc->n;
     bert_input in = {enc->ids, enc->type_ids, n};
     bert_outputs o = {d, NULL, NULL};
-    CHECK(bert_session_run(s, &in, 1, &o) == BERT_OK, "direct run");
+    CHECK(bert_session_run(s, &in, 1, &o, &werr) == BERT_OK, "direct run");
     CHECK(maxdiff(a, d, n * C) == 0, "truncate mode != direct run");
     /* windows whose max_length is exactly n, and larger */
     size_t mls[] = {n, n + 1, 0};
@@ -271,7 +274,7 @@ static void token_fits(bert_session *s, const bert_model *m, const char *text,
         p.max_length = mls[k];
         p.stride = 1;
         nw = 99;
-        rc = bert_token_logits(s, text, len, &p, enc, b, cap, &nw);
+        rc = bert_token_logits(s, text, len, &p, enc, b, cap, &nw, &werr);
         CHECK(rc == BERT_OK && nw == 1 && enc->n == n,
               "fits in max_length %zu: status %d, %zu runs, %zu tokens",
               mls[k], rc, nw, enc->n);
@@ -281,7 +284,7 @@ static void token_fits(bert_session *s, const bert_model *m, const char *text,
     /* one token too many: two windows */
     p.max_length = n - 1;
     p.stride = 0;
-    rc = bert_token_logits(s, text, len, &p, enc, b, cap, &nw);
+    rc = bert_token_logits(s, text, len, &p, enc, b, cap, &nw, &werr);
     CHECK(rc == BERT_OK && nw == 2, "max_length n-1: %d, %zu runs", rc, nw);
     free(a);
     free(b);
@@ -302,31 +305,32 @@ static void token_errors(bert_session *s, const bert_model *m,
     size_t strides[] = {ml - 2, ml - 1, ml + 100};
     for (size_t k = 0; k < 3; k++) {
         p.stride = strides[k];
-        int rc = bert_token_logits(s, text, len, &p, enc, buf, cap, NULL);
+        int rc = bert_token_logits(s, text, len, &p, enc, buf, cap, NULL,
+                                   &werr);
         CHECK(rc == BERT_EINVAL, "stride %zu >= W %zu: status %d", strides[k],
               ml - 2, rc);
-        CHECK(*bert_session_errmsg(s) != '\0', "stride error without detail");
+        CHECK(*werr.text != '\0', "stride error without detail");
     }
     p.max_length = 12;
     p.stride = 9;
     size_t nw = 0;
-    int rc = bert_token_logits(s, text, len, &p, enc, buf, cap, &nw);
+    int rc = bert_token_logits(s, text, len, &p, enc, buf, cap, &nw, &werr);
     CHECK(rc == BERT_OK && nw == enc->n - 2 - 10 + 1,
           "stride W-1: status %d, %zu windows for %zu tokens", rc, nw, enc->n);
     p.max_length = 2;
     p.stride = 0;
-    rc = bert_token_logits(s, text, len, &p, enc, buf, cap, NULL);
+    rc = bert_token_logits(s, text, len, &p, enc, buf, cap, NULL, &werr);
     CHECK(rc == BERT_EINVAL, "max_length 2 in window mode: status %d", rc);
     p = bert_window_default_params();
-    rc = bert_token_logits(s, "caf\xc3", 4, &p, enc, buf, cap, NULL);
+    rc = bert_token_logits(s, "caf\xc3", 4, &p, enc, buf, cap, NULL, &werr);
     CHECK(rc == BERT_EUTF8, "invalid UTF-8: status %d", rc);
-    rc = bert_token_logits(s, NULL, 0, &p, enc, buf, cap, NULL);
+    rc = bert_token_logits(s, NULL, 0, &p, enc, buf, cap, NULL, &werr);
     CHECK(rc == BERT_EINVAL, "NULL text: status %d", rc);
-    rc = bert_token_logits(s, "a", 1, &p, NULL, buf, cap, NULL);
+    rc = bert_token_logits(s, "a", 1, &p, NULL, buf, cap, NULL, &werr);
     CHECK(rc == BERT_EINVAL, "NULL enc: status %d", rc);
     float sc[16];
     rc = bert_classify_text_ex(s, "a", 1, NULL, 0, NULL, NULL, sc, 16, NULL,
-                               NULL);
+                               NULL, &werr);
     CHECK(rc == BERT_EINVAL, "classify on a token model: status %d", rc);
     free(buf);
     bert_encoding_free(enc);
@@ -348,9 +352,9 @@ static void seq_windows(bert_session *s, const bert_model *m, const char *text,
     int label = -1;
     size_t nw = 0;
     int rc = bert_classify_text_ex(s, text, len, NULL, 0, &p, lg, sc, 16,
-                                   &label, &nw);
+                                   &label, &nw, &werr);
     CHECK(rc == BERT_OK, "classify windows: %d %s", rc,
-          bert_session_errmsg(s));
+          werr.text);
 
     bert_encoding *enc = bert_encoding_create();
     bert_error err;
@@ -402,7 +406,8 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
     int la = -1, lb = -1;
     size_t nw = 99;
     bert_classify_params p = bert_classify_default_params();
-    int rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, a, sa, 16, &la, &nw);
+    int rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, a, sa, 16, &la, &nw,
+                                   &werr);
     CHECK(rc == BERT_OK && nw == 1, "truncate: %d, %zu runs", rc, nw);
     bert_encoding *enc = bert_encoding_create();
     bert_error err;
@@ -410,7 +415,7 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
                                enc, &err);
     bert_input in = {enc->ids, enc->type_ids, enc->n};
     bert_outputs o = {d, NULL, NULL};
-    CHECK(bert_session_run(s, &in, 1, &o) == BERT_OK, "direct run");
+    CHECK(bert_session_run(s, &in, 1, &o, &werr) == BERT_OK, "direct run");
     CHECK(maxdiff(a, d, C) == 0, "classify (truncate) != direct run");
     size_t n = enc->n;
     size_t mls[] = {0, n, n + 3};
@@ -418,7 +423,8 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
         p.window.mode = BERT_LONG_WINDOWS;
         p.window.max_length = mls[k];
         p.window.stride = 2;
-        rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, b, sb, 16, &lb, &nw);
+        rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, b, sb, 16, &lb, &nw,
+                                   &werr);
         CHECK(rc == BERT_OK && nw == 1 && lb == la &&
                   maxdiff(a, b, C) == 0 && maxdiff(sa, sb, C) == 0,
               "fits in max_length %zu: status %d, %zu runs, differs by %g",
@@ -426,25 +432,26 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
     }
     p.window.max_length = n - 1;
     p.window.stride = 0;
-    rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, b, NULL, 16, NULL, &nw);
+    rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, b, NULL, 16, NULL, &nw,
+                               &werr);
     CHECK(rc == BERT_OK && nw == 2, "one token over: %d, %zu runs", rc, nw);
 
     /* A pair is truncated even in window mode. */
     p = bert_classify_default_params();
     rc = bert_classify_text_ex(s, longt, longlen, t, tl, &p, a, NULL, 16, NULL,
-                               &nw);
+                               &nw, &werr);
     CHECK(rc == BERT_OK && nw == 1, "pair truncate: %d", rc);
     p.window.mode = BERT_LONG_WINDOWS;
     p.window.stride = 8;
     rc = bert_classify_text_ex(s, longt, longlen, t, tl, &p, b, NULL, 16, NULL,
-                               &nw);
+                               &nw, &werr);
     CHECK(rc == BERT_OK && nw == 1 && maxdiff(a, b, C) == 0,
           "pair in window mode: %d, %zu runs, differs by %g", rc, nw,
           maxdiff(a, b, C));
     /* A long single text in truncate mode: one run of the first ml tokens. */
     p = bert_classify_default_params();
     rc = bert_classify_text_ex(s, longt, longlen, NULL, 0, &p, a, NULL, 16,
-                               NULL, &nw);
+                               NULL, &nw, &werr);
     bert_encode_params ep = bert_encode_default_params();
     ep.max_length = ml;
     bert_tokenizer_encode(bert_model_tokenizer(m), longt, longlen, NULL, 0, &ep,
@@ -452,7 +459,7 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
     in.ids = enc->ids;
     in.type_ids = enc->type_ids;
     in.n = enc->n;
-    CHECK(enc->n == ml && bert_session_run(s, &in, 1, &o) == BERT_OK,
+    CHECK(enc->n == ml && bert_session_run(s, &in, 1, &o, &werr) == BERT_OK,
           "truncated run");
     CHECK(rc == BERT_OK && nw == 1 && maxdiff(a, d, C) == 0,
           "long text, truncate mode: %d, %zu runs", rc, nw);
@@ -463,13 +470,14 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
     for (size_t k = 0; k < 3; k++) {
         p.window.stride = strides[k];
         rc = bert_classify_text_ex(s, longt, longlen, NULL, 0, &p, a, NULL, 16,
-                                   NULL, NULL);
+                                   NULL, NULL, &werr);
         CHECK(rc == BERT_EINVAL, "classify stride %zu: status %d", strides[k],
               rc);
     }
     p.window.stride = 0;
     p.window.max_length = 2;
-    rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, a, NULL, 16, NULL, NULL);
+    rc = bert_classify_text_ex(s, t, tl, NULL, 0, &p, a, NULL, 16, NULL, NULL,
+                               &werr);
     CHECK(rc == BERT_EINVAL, "max_length 2: status %d", rc);
     /* max_length 1 and 2 in truncate mode, alone and with a pair: the
      * windows of 1 - 2 tokens used to wrap and overflow the scratch */
@@ -477,23 +485,24 @@ static void seq_fits_and_errors(bert_session *s, const bert_model *m,
         p = bert_classify_default_params();
         p.window.max_length = k;
         rc = bert_classify_text_ex(s, longt, longlen, NULL, 0, &p, a, NULL, 16,
-                                   NULL, NULL);
+                                   NULL, NULL, &werr);
         CHECK(rc == BERT_EINVAL, "truncate max_length %zu: status %d", k, rc);
         rc = bert_classify_text_ex(s, t, tl, t, tl, &p, a, NULL, 16, NULL,
-                                   NULL);
+                                   NULL, &werr);
         CHECK(rc == BERT_EINVAL, "pair max_length %zu: status %d", k, rc);
     }
     p = bert_classify_default_params();
     p.window.max_length = 3;
-    rc = bert_classify_text_ex(s, t, tl, t, tl, &p, a, NULL, 16, NULL, NULL);
+    rc = bert_classify_text_ex(s, t, tl, t, tl, &p, a, NULL, 16, NULL, NULL,
+                               &werr);
     CHECK(rc == BERT_OK, "pair max_length 3: status %d", rc);
     rc = bert_classify_text_ex(s, t, tl, NULL, 0, NULL, a, NULL, C - 1, NULL,
-                               NULL);
+                               NULL, &werr);
     CHECK(rc == BERT_ERANGE, "n < C: status %d", rc);
     rc = bert_classify_text_ex(s, "\xff", 1, NULL, 0, NULL, a, NULL, 16, NULL,
-                               NULL);
+                               NULL, &werr);
     CHECK(rc == BERT_EUTF8, "invalid UTF-8: status %d", rc);
-    rc = bert_token_logits(s, t, tl, NULL, enc, a, 16, NULL);
+    rc = bert_token_logits(s, t, tl, NULL, enc, a, 16, NULL, &werr);
     CHECK(rc == BERT_EINVAL, "token logits on a sequence model: status %d", rc);
     bert_encoding_free(enc);
 }

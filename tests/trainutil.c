@@ -374,7 +374,7 @@ double tr_reload_by_inference(const tr_fixture *fx, const char *out,
     for (size_t r = 0; r < fx->B; r++) {
         bert_input in = {fx->ids + r * T, fx->types + r * T, fx->lens[r]};
         bert_outputs o = {inf, NULL, NULL};
-        CU_ASSERT_EQUAL(bert_session_run(ses, &in, 1, &o), 0);
+        CU_ASSERT_EQUAL(bert_session_run(ses, &in, 1, &o, &err), 0);
         size_t n = task == BERT_TRAIN_TOKEN ? fx->lens[r] : 1;
         const float *want = got + (task == BERT_TRAIN_TOKEN ? r * T : r) * C;
         for (size_t i = 0; i < n * C; i++)

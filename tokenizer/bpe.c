@@ -33,17 +33,29 @@
 /* ---- bytes_to_unicode ---------------------------------------------------- */
 
 /* GPT-2's reversible byte -> printable character map: '!'..'~', U+00A1..
- * U+00AC and U+00AE..U+00FF map to themselves, the other 68 bytes to
- * U+0100 onwards in byte order. */
+ * U+00AC and U+00AE..U+00FF map to themselves, the other 68 bytes
+ * (0x00-0x20, 0x7F-0xA0, 0xAD) to U+0100 onwards in byte order. */
+static int byte_prints(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
 static uint32_t byte_to_cp(unsigned b)
 {
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))
+    if (byte_prints(b))
         return b;
     unsigned n = 0;
     for (unsigned k = 0; k < b; k++)
-        if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE)))
-            n++;
+        n += !byte_prints(k);
     return 256 + n;
+}
+
+int bert__bytelevel_byte(uint32_t c)
+{
+    if (c < 0x100)
+        return byte_prints(c) ? (int)c : -1;
+    c -= 0x100; /* the c-th byte that does not print, in byte order */
+    return c < 33 ? (int)c : c < 67 ? (int)(0x7F + c - 33) : c == 67 ? 0xAD : -1;
 }
 
 static size_t put_utf8(char *o, uint32_t c)

@@ -294,23 +294,6 @@ static int flush_word(seq_state *s)
     return BERT_OK;
 }
 
-/* Decodes one code point of already validated UTF-8. */
-static uint32_t utf8_get(const uint8_t *s, size_t *n)
-{
-    uint8_t b = s[0];
-    if (b < 0xE0) {
-        *n = 2;
-        return ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (b < 0xF0) {
-        *n = 3;
-        return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    *n = 4;
-    return ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-           ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-}
-
 /* Longest added token at s[0..len), or NULL. */
 static const bt_added *match_added(const bert_tokenizer *t, const uint8_t *s, size_t len)
 {
@@ -383,7 +366,7 @@ static int encode_seq(seq_state *s, const uint8_t *txt, size_t len)
             continue;
         }
         size_t n;
-        uint32_t c = utf8_get(txt + i, &n);
+        uint32_t c = bert__utf8_get(txt + i, &n);
         unsigned cls = bert__cp_class(c);
         if (t->clean_text && (cls & (BT_CC_DROP | BT_CC_WS))) {
             if (!(cls & BT_CC_DROP) && (rc = flush_word(s)))
@@ -544,7 +527,7 @@ static size_t ws_before(const uint8_t *s, size_t i)
     while (k > 0 && (s[k] & 0xC0) == 0x80)
         k--;
     size_t n;
-    uint32_t c = s[k] < 0x80 ? (n = 1, s[k]) : utf8_get(s + k, &n);
+    uint32_t c = s[k] < 0x80 ? (n = 1, s[k]) : bert__utf8_get(s + k, &n);
     return (bert__cp_class(c) & BT_CC_WS) ? i - k : 0;
 }
 
@@ -552,7 +535,7 @@ static size_t ws_before(const uint8_t *s, size_t i)
 static size_t ws_at(const uint8_t *s, size_t i)
 {
     size_t n;
-    uint32_t c = s[i] < 0x80 ? (n = 1, s[i]) : utf8_get(s + i, &n);
+    uint32_t c = s[i] < 0x80 ? (n = 1, s[i]) : bert__utf8_get(s + i, &n);
     return (bert__cp_class(c) & BT_CC_WS) ? n : 0;
 }
 
@@ -589,10 +572,10 @@ static int single_word_ok(const uint8_t *s, size_t len, size_t lo, size_t a, siz
         size_t k = a - 1;
         while (k > lo && (s[k] & 0xC0) == 0x80)
             k--;
-        if (is_word_cp(s[k] < 0x80 ? s[k] : utf8_get(s + k, &n)))
+        if (is_word_cp(s[k] < 0x80 ? s[k] : bert__utf8_get(s + k, &n)))
             return 0;
     }
-    if (b < len && is_word_cp(s[b] < 0x80 ? s[b] : utf8_get(s + b, &n)))
+    if (b < len && is_word_cp(s[b] < 0x80 ? s[b] : bert__utf8_get(s + b, &n)))
         return 0;
     return 1;
 }

@@ -228,11 +228,36 @@ int bert__bpe_word(const bert_tokenizer *t, bt_bpe_scratch *w, const uint8_t *p,
                    bt_piece *out, size_t *n_out);
 /* Id of the token spelling the bytes p[0..n) (mapped), or -1. */
 int32_t bert__vocab_lookup_mapped(const bert_tokenizer *t, const uint8_t *p, size_t n);
+/* GPT-2's byte-level map read backwards: the byte that character c of a
+ * byte-level token stands for, or -1 for a character outside the map. */
+int bert__bytelevel_byte(uint32_t c);
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 
 /* Returns the length of the longest valid UTF-8 prefix of s (strict: no
  * overlongs, surrogates or values above U+10FFFF). */
 size_t bert__utf8_valid_prefix(const uint8_t *s, size_t len);
+
+/* Decodes one code point of already validated UTF-8 at s; its length in
+ * bytes in *n. */
+static inline uint32_t bert__utf8_get(const uint8_t *s, size_t *n)
+{
+    uint8_t b = s[0];
+    if (b < 0x80) {
+        *n = 1;
+        return b;
+    }
+    if (b < 0xE0) {
+        *n = 2;
+        return ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
+    }
+    if (b < 0xF0) {
+        *n = 3;
+        return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    }
+    *n = 4;
+    return ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+           ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
 
 #endif

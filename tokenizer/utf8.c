@@ -56,3 +56,8 @@ size_t bert__utf8_valid_prefix(const uint8_t *s, size_t len)
     }
     return len;
 }
+
+size_t bert_utf8_valid(const char *s, size_t len)
+{
+    return s ? bert__utf8_valid_prefix((const uint8_t *)s, len) : 0;
+}

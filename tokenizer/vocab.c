@@ -4,6 +4,7 @@
  * the byte trie used by WordPiece.
  */
 #include "tokenizer/tokenizer_internal.h"
+#include "libbert/internal.h"
 #include "libbert/readall.h"
 
 #include <errno.h>
@@ -17,14 +18,10 @@
 int bert__set_error(bert_error *err, int status, long long byte_offset,
                     const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        err->status = status;
-        err->byte_offset = byte_offset;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    bert__verr(err, status, byte_offset, fmt, ap);
+    va_end(ap);
     return status;
 }
 

@@ -847,21 +847,6 @@ bert_vocab_trainer_params bert_vocab_trainer_default_params(void)
     return p;
 }
 
-/* The byte length of the valid UTF-8 prefix of s[0..n). */
-static size_t utf8_valid_prefix(const char *s, size_t n)
-{
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-    size_t i = 0;
-    while (i < n) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t k = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (k <= 0)
-            break;
-        i += (size_t)k;
-    }
-    return i;
-}
-
 int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
                               bert_vocab_trainer **out, bert_error *err)
 {
@@ -875,7 +860,7 @@ int bert_vocab_trainer_create(const bert_vocab_trainer_params *params,
         p.special_tokens = "";
     size_t ns = strlen(p.special_tokens);
     /* special tokens become lines of vocab.txt */
-    if (utf8_valid_prefix(p.special_tokens, ns) != ns ||
+    if (bert_utf8_valid(p.special_tokens, ns) != ns ||
         strpbrk(p.special_tokens, "\n\r"))
         return bert__set_error(err, BERT_EINVAL, -1,
                     "special tokens must be UTF-8 without line breaks");
@@ -913,7 +898,7 @@ int bert_vocab_trainer_add(bert_vocab_trainer *t, const char *text, size_t len,
         return bert__set_error(err, BERT_EINVAL, -1,
                     "bert_vocab_trainer_add: the vocabulary was already learned");
     /* a text is counted whole or not at all */
-    size_t ok = utf8_valid_prefix(text, len);
+    size_t ok = bert_utf8_valid(text, len);
     if (ok != len) {
         return bert__set_error(err, BERT_EUTF8, (long long)ok,
                                "not valid UTF-8");

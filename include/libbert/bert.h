@@ -9,13 +9,17 @@
  *   bert_session *s;
  *   bert_session_create(m, NULL, &s, &err);
  *   float probs[2]; int label;
- *   bert_classify_text(s, "a gorgeous film", 15, NULL, 0, probs, 2, &label);
- *   printf("%s %.3f\n", bert_model_label(m, label), probs[label]);
+ *   if (bert_classify_text(s, "a gorgeous film", 15, NULL, 0, probs, 2,
+ *                          &label, &err) == BERT_OK)
+ *       printf("%s %.3f\n", bert_model_label(m, label), probs[label]);
  *   bert_session_free(s); bert_model_free(m);
  *
  * A bert_model is immutable after load: share it between threads, each with
  * its own bert_session (the session owns the activation arena and the BLIS
- * thread settings).  Conventions are those of <libbert/bert_tokenizer.h>.
+ * thread settings).  Conventions are those of <libbert/bert_tokenizer.h>:
+ * every fallible call returns BERT_OK or a negative status and fills its
+ * last argument, a bert_error * (NULL when the detail is not wanted), on
+ * failure.
  */
 #ifndef LIBBERT_BERT_H
 #define LIBBERT_BERT_H
@@ -119,6 +123,14 @@ typedef struct bert_config {
 
 /* ---- model ------------------------------------------------------------- */
 
+/* Progress and cancellation of a long call (bert_model_load,
+ * bert_classify_batch, bert_tag_batch; each says what done and total
+ * count).  Called on the calling thread, between steps; done = total = 0
+ * marks a step without a measure.  A nonzero return cancels the call,
+ * which returns BERT_ECANCELED as soon as the current step is over (no
+ * result of that call is to be used). */
+typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+
 typedef struct bert_model_params {
     size_t size;            /* sizeof this struct, set by the default
                                function: start from it (docs/abi.md) */
@@ -147,6 +159,18 @@ typedef struct bert_model_params {
                                BERT_EUNSUPPORTED naming the missing feature,
                                never a silent fallback.  Sessions of such a
                                model need a tier that runs the precision. */
+    bert_progress_fn progress; /* default NULL.  Called once with done =
+                               total = 0 when config.json is read and
+                               model.safetensors mapped, then with done
+                               and total in bytes of weights: the bytes of
+                               model.safetensors once its tensors are bound
+                               (F16/BF16 ones converted), plus those of each
+                               weight matrix as it is packed (all at once
+                               when mapped from the pack cache); the last
+                               call has done == total.  A nonzero return
+                               cancels the load: BERT_ECANCELED, *out NULL,
+                               nothing left allocated or mapped. */
+    void *progress_data;    /* passed to progress */
 } bert_model_params;
 
 BERT_API bert_model_params bert_model_default_params(void);
@@ -180,13 +204,14 @@ BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
  * being $LIBBERT_MODELDIR when that environment variable is set and not
  * empty, else the installed one.  Writes the NUL-terminated path to buf
  * (cap bytes) and returns BERT_OK when it holds a config.json;
- * BERT_EMISSING when it does not (the path is still written, for the
- * message); BERT_ERANGE when cap is too small; BERT_EINVAL for a NULL
- * argument or a name with a '/'.  For example:
+ * BERT_EMISSING when it does not (the path is still written); BERT_ERANGE
+ * when cap is too small; BERT_EINVAL for a NULL argument or a name with a
+ * '/'; err filled on failure.  For example:
  *   char dir[4096];
- *   if (bert_default_model_dir("sentiment", dir, sizeof dir) == BERT_OK)
+ *   if (bert_default_model_dir("sentiment", dir, sizeof dir, &err) == 0)
  *       rc = bert_model_load(dir, NULL, &m, &err); */
-BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap);
+BERT_API int bert_default_model_dir(const char *name, char *buf, size_t cap,
+                                    bert_error *err);
 /* Unmaps and frees everything; NULL is a no-op.  Sessions created from m
  * must be freed first. */
 BERT_API void bert_model_free(bert_model *m);
@@ -244,13 +269,11 @@ BERT_API int bert_session_create(const bert_model *m,
                                  bert_session **out, bert_error *err);
 /* NULL is a no-op. */
 BERT_API void bert_session_free(bert_session *s);
-/* Detail of the session's last failure ("" if none).  Borrowed; overwritten
- * by the next call on s. */
-BERT_API const char *bert_session_errmsg(const bert_session *s);
 /* Sets the number of threads of this session's matrix products (BLIS
- * per-call runtime; BLIS's global setting is never touched).  n_threads < 1
- * gives BERT_EINVAL. */
-BERT_API int bert_session_set_threads(bert_session *s, int n_threads);
+ * per-call runtime; BLIS's global setting is never touched).  n_threads
+ * outside 1..1024 gives BERT_EINVAL. */
+BERT_API int bert_session_set_threads(bert_session *s, int n_threads,
+                                      bert_error *err);
 /* The kernels s runs: "avx512", "avx2" or "blis-<BLIS configuration>"
  * (e.g. "blis-zen3"); with `packed` not NULL, *packed = 1 when the weight
  * products read panels packed at load.  Borrowed, lives as long as s. */
@@ -291,8 +314,8 @@ typedef struct bert_outputs {
 
 /* Runs the encoder and heads on `batch` >= 1 sequences.  Each sequence must
  * have 1 <= n <= bert_model_max_length(m), ids in [0, vocab_size) and type
- * ids in [0, type_vocab_size) (ignored by DistilBERT), else BERT_EINVAL with
- * the detail in bert_session_errmsg; BERT_ENOMEM when the arena cannot grow.
+ * ids in [0, type_vocab_size) (ignored by DistilBERT), else BERT_EINVAL
+ * (err names the sequence and token); BERT_ENOMEM when the arena cannot grow.
  * Outputs not produced by the model (pooler without a pooler, logits of a
  * base model) are left untouched.  Results equal running each sequence
  * alone (up to float rounding: BLIS may block differently).  On failure no
@@ -305,7 +328,8 @@ typedef struct bert_outputs {
  * one the pooler and classifier read: same outputs up to float rounding, 7%
  * less work for BERT-base. */
 BERT_API int bert_session_run(bert_session *s, const bert_input *in,
-                              size_t batch, const bert_outputs *out);
+                              size_t batch, const bert_outputs *out,
+                              bert_error *err);
 
 /* ---- pipelines --------------------------------------------------------- */
 
@@ -357,13 +381,10 @@ typedef struct bert_window_params {
 
 BERT_API bert_window_params bert_window_default_params(void);
 
-/* Progress and cancellation of the batched calls (bert_classify_batch,
- * bert_tag_batch).  Called on the calling thread, between steps: once after
- * each text is tokenized with done = total = 0, then after each model run
- * with the sequences run so far and their total.  A nonzero return cancels
- * the call, which then returns BERT_ECANCELED as soon as the current step
- * is over (no result of that call is to be used). */
-typedef int (*bert_progress_fn)(size_t done, size_t total, void *user_data);
+/* The batched calls' progress and cancellation: bert_progress_fn (under
+ * "model"), called once after each text is tokenized with done = total =
+ * 0, then after each model run with the sequences run so far and their
+ * total. */
 
 /* How the batched calls pack their sequences into model runs: sequences
  * sorted by token count (shortest first, ties in input order), cut into
@@ -411,19 +432,22 @@ BERT_API bert_classify_params bert_classify_default_params(void);
  * n is the capacity of logits/scores (>= C, else BERT_ERANGE).  params NULL
  * = defaults.  Needs a model loaded with its tokenizer.  Returns BERT_OK,
  * BERT_EINVAL (not a sequence model, no tokenizer, bad stride), BERT_EUTF8,
- * BERT_ENOMEM; detail in bert_session_errmsg. */
+ * BERT_ENOMEM, a failed run's status; err filled (for BERT_EUTF8 with
+ * byte_offset). */
 BERT_API int bert_classify_text_ex(bert_session *s, const char *text,
                                    size_t len, const char *pair,
                                    size_t pair_len,
                                    const bert_classify_params *params,
                                    float *logits, float *scores, size_t n,
-                                   int *label, size_t *n_windows);
+                                   int *label, size_t *n_windows,
+                                   bert_error *err);
 
 /* bert_classify_text_ex with default params (truncation, default function)
  * and no logits: scores (n_scores >= num_labels) and the arg-max *label. */
 BERT_API int bert_classify_text(bert_session *s, const char *text, size_t len,
                                 const char *pair, size_t pair_len,
-                                float *scores, size_t n_scores, int *label);
+                                float *scores, size_t n_scores, int *label,
+                                bert_error *err);
 
 /* The result of one text of bert_classify_batch. */
 typedef struct bert_classify_result {
@@ -481,11 +505,12 @@ BERT_API int bert_classify_batch(bert_session *s, const char *const *texts,
  * on both sides; ties go to the earlier window); [CLS] comes from the first
  * window and the final [SEP] from the last.  Works for token-classification
  * models only (else BERT_EINVAL).  *n_windows (may be NULL) receives the
- * number of model runs. */
+ * number of model runs.  On failure err is filled. */
 BERT_API int bert_token_logits(bert_session *s, const char *text, size_t len,
                                const bert_window_params *params,
                                bert_encoding *enc, float *logits,
-                               size_t n_logits, size_t *n_windows);
+                               size_t n_logits, size_t *n_windows,
+                               bert_error *err);
 
 /* ---- sentence embeddings ---- */
 
@@ -519,9 +544,11 @@ BERT_API bert_embed_params bert_embed_default_params(void);
 /* Pools n rows of H floats (one text's last hidden state, hidden[n][H])
  * into out[H]: their mean (summed in double) or the first row, then the
  * optional L2 normalisation.  For callers of bert_session_run.  Returns
- * BERT_OK or BERT_EINVAL (a NULL array, n or H 0, unknown pooling). */
+ * BERT_OK or BERT_EINVAL (a NULL array, n or H 0, unknown pooling) with
+ * err filled. */
 BERT_API int bert_pool(const float *hidden, size_t n, size_t H,
-                       bert_pooling pooling, int normalize, float *out);
+                       bert_pooling pooling, int normalize, float *out,
+                       bert_error *err);
 
 /* Embeds n texts with the session's model (any task: the encoder's last
  * hidden state is pooled, heads are not run): texts[i] of lens[i] bytes
@@ -532,14 +559,14 @@ BERT_API int bert_pool(const float *hidden, size_t n, size_t H,
  * run several at a time (packed, no padding) within the session's arena;
  * each result equals embedding the text alone, up to float rounding.
  * params NULL = defaults.  Needs a model loaded with its tokenizer.
- * Returns BERT_OK; BERT_EINVAL, BERT_EUTF8 (the message names the text),
- * BERT_ENOMEM or a failed run's status, detail in bert_session_errmsg; on
- * failure out is untouched. */
+ * Returns BERT_OK; BERT_EINVAL, BERT_EUTF8 (the message names the text,
+ * byte_offset is in it), BERT_ENOMEM or a failed run's status, with err
+ * filled; on failure out is untouched. */
 BERT_API int bert_embed_texts(bert_session *s, const char *const *texts,
                               const size_t *lens, const char *const *pairs,
                               const size_t *pair_lens, size_t n,
                               const bert_embed_params *params, float *out,
-                              size_t n_out);
+                              size_t n_out, bert_error *err);
 
 /* ---- token-classification pipeline ---- */
 
@@ -652,13 +679,12 @@ BERT_API int bert_tag_aggregate(const bert_tag_tokens *in,
                                 const bert_tag_params *params,
                                 bert_tag_result *out, bert_error *err);
 
-/* Tags text (len bytes of UTF-8) with the token-classification model m,
- * running it on session s (created from m).  params NULL = defaults.
- * Returns BERT_OK; BERT_EUTF8 (err->byte_offset set), BERT_EINVAL (m is not
- * a token-classification model, bad stride), BERT_ENOMEM, or the status of
- * a failed model run.  On failure out->n is 0. */
-BERT_API int bert_tag_text(const bert_model *m, bert_session *s,
-                           const char *text, size_t len,
+/* Tags text (len bytes of UTF-8) with the session's token-classification
+ * model.  params NULL = defaults.  Returns BERT_OK; BERT_EUTF8
+ * (err->byte_offset set), BERT_EINVAL (not a token-classification model,
+ * bad stride), BERT_ENOMEM, or the status of a failed model run.  On
+ * failure out->n is 0. */
+BERT_API int bert_tag_text(bert_session *s, const char *text, size_t len,
                            const bert_tag_params *params,
                            bert_tag_result *out, bert_error *err);
 

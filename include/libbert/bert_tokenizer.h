@@ -68,6 +68,12 @@ BERT_API const char *bert_strerror(int status);
  * headers it was compiled against. */
 BERT_API const char *bert_version(void);
 
+/* Length in bytes of the longest valid UTF-8 prefix of s[0..len) (len when
+ * all of it is valid): the text every libbert call accepts (strict, as
+ * Rust's str: no overlong forms, no surrogates, nothing above U+10FFFF).
+ * For callers that check input before passing it on. */
+BERT_API size_t bert_utf8_valid(const char *s, size_t len);
+
 /* Filled on failure by functions that take one.  `byte_offset` is the offset
  * of the offending byte in the input (invalid UTF-8) or -1. */
 typedef struct bert_error {
