@@ -140,10 +140,14 @@ typedef struct app {
     long long nwritten, nerrors, ndone, consumed;
     long long nmodel_errors; /* rows the model failed on: exit status 2 */
     long long ntruncated;   /* rows cut to the model's maximum length */
+    long long nwindowed;    /* rows classified over several windows */
     /* model */
     bert_model *m;
     bert_session *s;
-    size_t C, maxlen;
+    size_t C;
+    bert_window_params longw; /* long texts: windows, or --truncate */
+    int long_truncate;
+    const char *long_stride;
     bert_function fn;
     /* one window's checked rows, for bert_classify_batch */
     const char **texts, **pairs;  /* [window] */
@@ -870,7 +874,7 @@ static void process_window(app *a, window *w)
      * encoder packs each batch without padding, so sorting saves no
      * padding; it keeps each batch's sequences of similar length. */
     bert_classify_params p = bert_classify_default_params();
-    p.window.max_length = a->maxlen;
+    p.window = a->longw;
     p.function = a->fn;
     p.batch.batch_size = a->batch;
     p.batch.progress = on_progress;
@@ -891,8 +895,8 @@ static void process_window(app *a, window *w)
         if (!r->ok)
             continue;
         const bert_classify_result *res = &a->res[r->vi];
-        if (res->n_overflow)
-            a->ntruncated++;
+        a->ntruncated += res->n_overflow > 0;
+        a->nwindowed += res->n_windows > 1;
         if (res->status == BERT_OK)
             continue;
         if (res->n_tokens == 0) { /* the tokenizer refused it */
@@ -971,6 +975,10 @@ static void usage(FILE *f)
 "  -b, --batch N          rows per model run (default 32, at most 4096)\n"
 "  -w, --window N         rows read ahead and sorted by length into batches\n"
 "                         (at least --batch; default 8 batches)\n"
+"      --truncate         classify only the first tokens of a long text (as\n"
+"                         many as the model takes) instead of windows\n"
+"      --stride N         tokens shared by consecutive windows of a long text\n"
+"                         (default: a quarter of a window)\n"
 "  -t, --threads N        threads for the model (default 1)\n"
 "      --precision P      fp32 (default, exact), bf16 or int8 (int8: faster\n"
 "                         where the CPU has VNNI; results move slightly, see\n"
@@ -990,6 +998,9 @@ static void usage(FILE *f)
 "An input column named like an added one (label, score, error, ...) is an\n"
 "error (exit 2): choose a --prefix.  In JSONL, repeated header names become\n"
 "NAME.1, NAME.2 ... (as pandas reads them), so keys never repeat.\n"
+"A text longer than the model's maximum length is classified over\n"
+"overlapping windows of that length (the mean of their logits); a sentence\n"
+"pair is truncated.  The summary on standard error counts both.\n"
 "\n"
 "Exit status: 0 success (rows with input errors included), 1 usage error,\n"
 "2 bad model (also when the model fails on a row, e.g. a NaN or infinite\n"
@@ -1032,7 +1043,9 @@ static int run(app *a)
         return EXIT_BADINPUT;
     }
     a->C = cfg->num_labels;
-    a->maxlen = bert_model_max_length(a->m);
+    if (app_long_params(PROG, a->m, a->long_truncate, a->long_stride,
+                        &a->longw))
+        return EXIT_USAGE;
     a->fn = bert_model_function(a->m);
     if (a->top_k > a->C)
         a->top_k = a->C;
@@ -1129,11 +1142,10 @@ static int run(app *a)
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
             "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
             el > 0 ? (double)a->nwritten / el : 0.0);
-    if (a->ntruncated)
-        fprintf(stderr, PROG ": %s: warning: %lld row(s) longer than the "
-                "model's %zu tokens were truncated (only their first %zu "
-                "tokens were classified)\n", a->fname, a->ntruncated,
-                a->maxlen, a->maxlen);
+    char where[4200];
+    snprintf(where, sizeof where, "%s: ", a->fname);
+    app_long_summary(PROG, where, "row", a->nwindowed, a->ntruncated,
+                     &a->longw);
     return status;
 }
 
@@ -1189,6 +1201,8 @@ int main(int argc, char **argv)
         {"precision", required_argument, NULL, 'R'},
         {"no-header", no_argument, NULL, 'H'},
         {"prefix", required_argument, NULL, 'P'},
+        {"truncate", no_argument, NULL, 'T'},
+        {"stride", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
@@ -1214,6 +1228,8 @@ int main(int argc, char **argv)
         case 'w': a->window = (size_t)parse_num("--window", optarg, 1); break;
         case 'H': a->no_header = 1; break;
         case 'P': a->prefix = optarg; break;
+        case 'T': a->long_truncate = 1; break;
+        case 'S': a->long_stride = optarg; break;
         case 'f':
             if (strcmp(optarg, "csv") == 0)
                 a->jsonl = 0;

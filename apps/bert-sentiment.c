@@ -21,6 +21,8 @@ typedef struct ctx {
     float *scores;
     int json, jsonl;
     long long n_errors;
+    bert_classify_params params;   /* windows or truncation (--truncate) */
+    long long n_windowed, n_truncated;
 } ctx;
 
 /* The start of a JSON line: {"text": ... and its "text_pair". */
@@ -44,6 +46,7 @@ static int classify(void *arg, const char *text, size_t len,
     const char *msg = NULL;
     char buf[600];
     bert_error err;
+    bert_classify_result res;
     int rc = BERT_EUTF8;
     size_t v = text ? bert_utf8_valid(text, len) : 0;
     size_t pv = pair ? bert_utf8_valid(pair, plen) : 0;
@@ -54,11 +57,19 @@ static int classify(void *arg, const char *text, size_t len,
         text = "";
         pair = NULL;
     } else if (v == len && pv == plen) {
-        bert_classify_params p = bert_classify_default_params();
-        rc = bert_classify_text_ex(c->s, text, len, pair, plen, &p, NULL,
-                                   c->scores, c->C, &label, NULL, &err);
+        /* one text through the batched call, which says how it was cut */
+        rc = bert_classify_batch(c->s, &text, &len, pair ? &pair : NULL,
+                                 pair ? &plen : NULL, 1, &c->params, &res,
+                                 NULL, c->scores, c->C, &err);
+        if (rc == BERT_OK && res.status != BERT_OK) {
+            rc = res.status;
+            err = res.error;
+        }
         if (rc)
             msg = err.text;
+        label = res.label;
+        c->n_windowed += rc == BERT_OK && res.n_windows > 1;
+        c->n_truncated += rc == BERT_OK && res.n_overflow > 0;
     } else if (v != len) {
         snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
         msg = buf;
@@ -89,6 +100,10 @@ static int classify(void *arg, const char *text, size_t len,
         json_input(text, len, pair, plen);
         fputs(",\"label\":", stdout);
         app_json_string(stdout, name, strlen(name));
+        if (res.n_windows > 1)
+            printf(",\"windows\":%zu", res.n_windows);
+        if (res.n_overflow)
+            printf(",\"truncated_tokens\":%zu", res.n_overflow);
         printf(",\"score\":%.9g,\"scores\":{", (double)c->scores[label]);
         for (size_t i = 0; i < c->C; i++) {
             const char *l = bert_model_label(c->m, (int)i);
@@ -118,6 +133,10 @@ static void usage(FILE *f)
 "  -j, --json         JSON lines: {\"text\",\"label\",\"score\",\"scores\":{label:p}}\n"
 "  -J, --jsonl        read JSON Lines: {\"text\": ..., \"text_pair\": ...} per\n"
 "                     line (texts may hold TABs and newlines; pairs)\n"
+"      --truncate     classify only the first tokens of a long text (as many\n"
+"                     as the model takes) instead of windows over all of it\n"
+"      --stride N     tokens shared by consecutive windows (default: a\n"
+"                     quarter of a window)\n"
 "  -t, --threads N    threads for the model (default 1)\n"
 "      --precision P  fp32 (default, exact), bf16 or int8 (int8: faster where\n"
 "                     the CPU has VNNI; results move slightly, see\n"
@@ -125,10 +144,13 @@ static void usage(FILE *f)
 "  -h, --help         this help\n"
 "  -V, --version      version\n"
 "\n"
-"Lines end at '\\n' only.  Long texts are truncated to the model's maximum\n"
-"length.  Probabilities: softmax (sigmoid for multi-label and one-label\n"
-"models; the raw value for regression models), as Hugging Face's\n"
-"text-classification pipeline.\n"
+"Lines end at '\\n' only.  A text longer than the model's maximum length is\n"
+"classified over overlapping windows of that length (the mean of their\n"
+"logits; JSON adds \"windows\"); a sentence pair is truncated (JSON adds\n"
+"\"truncated_tokens\").  Standard error counts both at the end.\n"
+"Probabilities: softmax (sigmoid for multi-label and one-label models; the\n"
+"raw value for regression models), as Hugging Face's text-classification\n"
+"pipeline.\n"
 "Exit status: 0 success, 1 usage error, 2 bad model or input (a text that\n"
 "cannot be classified still gets an output line, with an empty label).\n"
 "\n"
@@ -146,18 +168,22 @@ int main(int argc, char **argv)
         {"jsonl", no_argument, NULL, 'J'},
         {"threads", required_argument, NULL, 't'},
         {"precision", required_argument, NULL, 'R'},
+        {"truncate", no_argument, NULL, 'T'},
+        {"stride", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     ctx C;
     memset(&C, 0, sizeof C);
-    const char *model_dir = NULL;
-    int threads = 1, opt;
+    const char *model_dir = NULL, *stride = NULL;
+    int threads = 1, opt, truncate = 0;
     while ((opt = getopt_long(argc, argv, "m:jJt:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_dir = optarg; break;
         case 'j': C.json = 1; break;
         case 'J': C.jsonl = 1; break;
+        case 'T': truncate = 1; break;
+        case 'S': stride = optarg; break;
         default: {
             int st = app_option(PROG, opt, optarg, &threads, usage);
             if (st >= 0)
@@ -168,6 +194,11 @@ int main(int argc, char **argv)
     if (!(C.m = app_load_model(PROG, &model_dir, "sentiment", "sentiment",
                                BERT_TASK_SEQUENCE)))
         return EXIT_BADINPUT;
+    C.params = bert_classify_default_params();
+    if (app_long_params(PROG, C.m, truncate, stride, &C.params.window)) {
+        bert_model_free(C.m);
+        return EXIT_USAGE;
+    }
     C.C = bert_model_config(C.m)->num_labels;
     C.scores = calloc(C.C, sizeof *C.scores);
     if (!C.scores) {
@@ -182,6 +213,8 @@ int main(int argc, char **argv)
     }
     if (app_each_text(PROG, argc, argv, optind, C.jsonl, classify, &C))
         C.n_errors++;
+    app_long_summary(PROG, "", "text", C.n_windowed, C.n_truncated,
+                     &C.params.window);
     int status = app_exit_status(PROG, C.n_errors);
     free(C.scores);
     bert_session_free(C.s);

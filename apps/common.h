@@ -122,6 +122,19 @@ int app_precision(const char *prog, bert_precision *out);
 int app_option(const char *prog, int opt, const char *arg, int *threads,
                void (*usage)(FILE *));
 
+/* Long texts in the classifying tools: windows of the model's maximum
+ * length overlapping by `stride` tokens (NULL: a quarter of a window) by
+ * default, or with truncate only the first max-length tokens.  Fills *w;
+ * returns 0, or -1 after printing why --stride is bad. */
+int app_long_params(const char *prog, const bert_model *m, int truncate,
+                    const char *stride, bert_window_params *w);
+/* The summary lines of a run on stderr: how many texts (`noun`: "text",
+ * "row") went over windows and how many were truncated (with what to do
+ * about it); nothing when both are 0.  where: "FILE: " or "". */
+void app_long_summary(const char *prog, const char *where, const char *noun,
+                      long long n_windowed, long long n_truncated,
+                      const bert_window_params *w);
+
 /* A session on m with `threads` threads, or NULL after printing
  * "PROG: DIR: reason" to stderr. */
 bert_session *app_session(const char *prog, const bert_model *m,

@@ -2,6 +2,7 @@
  * that tools which do not link libbert (bert-vocab) can use the rest. */
 #include "apps/common.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <libbert/bert.h>
 #include <stdlib.h>
@@ -209,4 +210,51 @@ int app_each_text(const char *prog, int argc, char **argv, int first,
         return -1;
     }
     return 0;
+}
+
+/* ---- long texts ---------------------------------------------------------- */
+
+int app_long_params(const char *prog, const bert_model *m, int truncate,
+                    const char *stride, bert_window_params *w)
+{
+    *w = bert_window_default_params();
+    w->max_length = bert_model_max_length(m);
+    w->mode = truncate ? BERT_LONG_TRUNCATE : BERT_LONG_WINDOWS;
+    /* a window holds max_length - 2 tokens besides [CLS] and [SEP]; the
+     * next one starts max_length - 2 - stride tokens later */
+    size_t W = w->max_length > 2 ? w->max_length - 2 : 1;
+    if (!stride) {
+        w->stride = W / 4;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(stride, &end, 10);
+    if (errno || end == stride || *end || stride[0] == '-' || v >= W) {
+        fprintf(stderr, "%s: --stride %s: need a number of tokens from 0 to "
+                "%zu (windows of the model's %zu tokens hold %zu besides "
+                "[CLS] and [SEP])\n", prog, stride, W - 1, w->max_length, W);
+        return -1;
+    }
+    w->stride = v;
+    return 0;
+}
+
+void app_long_summary(const char *prog, const char *where, const char *noun,
+                      long long n_windowed, long long n_truncated,
+                      const bert_window_params *w)
+{
+    if (n_windowed)
+        fprintf(stderr, "%s: %s%lld %s(s) longer than the model's %zu tokens "
+                "were classified over overlapping windows (stride %zu "
+                "tokens; the mean of the windows' logits)\n", prog, where,
+                n_windowed, noun, w->max_length, w->stride);
+    if (n_truncated)
+        fprintf(stderr, "%s: %swarning: %lld %s(s) longer than the model's "
+                "%zu tokens were truncated (only their first %zu tokens were "
+                "classified%s)\n", prog, where, n_truncated, noun,
+                w->max_length, w->max_length,
+                w->mode == BERT_LONG_TRUNCATE
+                    ? "; without --truncate they go over windows"
+                    : ": sentence pairs are always truncated");
 }

@@ -42,7 +42,7 @@ same1() {
     same_ls "$tmp/a1" "$tmp/a2" > /dev/null
 }
 
-# ---- 1. parity with bert-infer ------------------------------------------
+# ---- 1. parity with bert-infer (which truncates long texts) -------------
 for mp in fixtures/bert-seq-uncased fixtures/distilbert-seq-uncased \
     fixtures/bert-seq-multilingual fixtures-roberta-electra/roberta-seq \
     fixtures-roberta-electra/electra-seq; do
@@ -56,7 +56,7 @@ for mp in fixtures/bert-seq-uncased fixtures/distilbert-seq-uncased \
     [ "$n_want" -gt 0 ] || die "$m: no bert-infer output"
     for b in 1 3 32; do
         "$CLS" --model "$d" --column text --pair-column pair --batch $b --window $b \
-            "$tmp/$m.csv" > "$tmp/$m.$b.csv" 2> "$tmp/$m.$b.err" ||
+            --truncate "$tmp/$m.csv" > "$tmp/$m.$b.csv" 2> "$tmp/$m.$b.err" ||
             { die "$m --batch $b: exit $?: $(cat "$tmp/$m.$b.err")"; continue; }
         classify_ls < "$tmp/$m.$b.csv" > "$tmp/$m.$b.got"
         "$INFER" --model "$d" --batch $b < "$d/texts.txt" | infer_label_prob , > "$tmp/$m.$b.want"
@@ -66,7 +66,7 @@ for mp in fixtures/bert-seq-uncased fixtures/distilbert-seq-uncased \
             die "$m --batch $b: labels differ from bert-infer's default batch, or scores by more than 1e-6"
         # the default window: length-sorted batches
         "$CLS" --model "$d" --column text --pair-column pair --batch $b \
-            "$tmp/$m.csv" 2> "$tmp/$m.$b.err" | classify_ls > "$tmp/$m.$b.sorted" ||
+            --truncate "$tmp/$m.csv" 2> "$tmp/$m.$b.err" | classify_ls > "$tmp/$m.$b.sorted" ||
             die "$m --batch $b (sorted): exit $?: $(cat "$tmp/$m.$b.err")"
         same_ls "$tmp/$m.want" "$tmp/$m.$b.sorted" ||
             die "$m --batch $b (sorted): labels differ from bert-infer's, or scores by more than 1e-6"
@@ -181,12 +181,21 @@ grep -q 'row 2 (line 3): invalid UTF-8' "$tmp/e" || die "CR-only: line numbers: 
 [ "$(tr -cd '\r' < "$tmp/o" | wc -c)" = 4 ] && [ "$(tr -cd '\n' < "$tmp/o" | wc -c)" = 0 ] ||
     die "CR-only: output line endings: $(od -c "$tmp/o" | head -3)"
 
-# long texts: truncated, counted, and a warning at the end
+# long texts: over windows by default, counted; with --truncate truncated,
+# counted, and a warning at the end
 { echo text; w=; i=0; while [ $i -lt 300 ]; do w="$w word"; i=$((i + 1)); done
   echo "$w"; echo short; echo "$w"; } > "$tmp/long.csv"
-"$CLS" --model "$M" "$tmp/long.csv" > /dev/null 2> "$tmp/e" || die "long texts: exit $?"
+"$CLS" --model "$M" "$tmp/long.csv" > "$tmp/win.csv" 2> "$tmp/e" || die "long texts: exit $?"
+grep -q ': 2 row(s) longer than the model.s [0-9]* tokens were classified over overlapping windows' "$tmp/e" ||
+    die "long texts: no windows count: $(cat "$tmp/e")"
+grep -q 'truncated' "$tmp/e" && die "long texts: truncated without --truncate: $(cat "$tmp/e")"
+"$CLS" --model "$M" --truncate "$tmp/long.csv" > "$tmp/trunc.csv" 2> "$tmp/e" || die "long texts: exit $?"
 grep -q 'warning: 2 row(s) longer than the model.s [0-9]* tokens were truncated' "$tmp/e" ||
     die "long texts: no truncation warning: $(cat "$tmp/e")"
+cmp -s "$tmp/win.csv" "$tmp/trunc.csv" && die "long texts: windows gave the truncated scores"
+"$CLS" --model "$M" --stride 5000 "$tmp/long.csv" > /dev/null 2> "$tmp/e"; st=$?
+[ $st = 1 ] && grep -q 'stride 5000: need a number of tokens' "$tmp/e" ||
+    die "--stride 5000: exit $st: $(cat "$tmp/e")"
 "$CLS" --model "$M" "$DATA/classify_basic.csv" > /dev/null 2> "$tmp/e"
 grep -q 'truncated' "$tmp/e" && die "truncation warning without long rows"
 

@@ -36,6 +36,19 @@ else
     [ $st = 2 ] || die "no default model: exit $st"
     grep -q 'default sentiment model is missing' "$tmp/e" || die "no default model: message: $(cat "$tmp/e")"
 fi
+# a text longer than the model: windows by default (counted, "windows" in
+# JSON), the first tokens with --truncate (a warning); a bad --stride
+w=; i=0; while [ $i -lt 300 ]; do w="$w word"; i=$((i + 1)); done
+"$SENT" --model "$M" --json "$w" 'short' > "$tmp/o" 2> "$tmp/e" || die "long text: exit $?"
+grep -c '"windows":' "$tmp/o" | grep -qx 1 || die "long text: windows in JSON: $(cut -c1-80 "$tmp/o")"
+grep -q '1 text(s) longer than the model.s [0-9]* tokens were classified over overlapping windows' "$tmp/e" ||
+    die "long text: no windows count: $(cat "$tmp/e")"
+"$SENT" --model "$M" --truncate "$w" > /dev/null 2> "$tmp/e" || die "--truncate: exit $?"
+grep -q 'warning: 1 text(s) longer than the model.s [0-9]* tokens were truncated' "$tmp/e" ||
+    die "--truncate: no warning: $(cat "$tmp/e")"
+"$SENT" --model "$M" 'short' 2>&1 >/dev/null | grep -q . && die "a short text printed a notice"
+"$SENT" --model "$M" --stride x 'a' 2> "$tmp/e"; st=$?
+[ $st = 1 ] && grep -q 'stride x: need a number' "$tmp/e" || die "--stride x: exit $st"
 "$SENT" --help | grep -q Examples || die "--help"
 "$SENT" --version | grep -q libbert || die "--version"
 exit $fail
