@@ -133,9 +133,11 @@ static void usage(FILE *f)
 "\n"
 "  -m, --model DIR        model directory (default: the bundled NER model)\n"
 "  -a, --aggregation none|simple|first|average|max\n"
-"                         how tokens become entities (default simple):\n"
-"                         none = every token; simple = B-/I- grouping;\n"
-"                         first/average/max = one tag per word first\n"
+"                         how tokens become entities: none = every token;\n"
+"                         simple = B-/I- grouping (may split a word);\n"
+"                         first/average/max = one tag per word first.\n"
+"                         Default: what the model's config.json records\n"
+"                         (aggregation_strategy), else first\n"
 "  -f, --format json|conll|inline\n"
 "                         json (default): a JSON array of entities per text\n"
 "                         (entity_group or entity, score, word, start, end in\n"
@@ -185,7 +187,7 @@ int main(int argc, char **argv)
     tagger T;
     memset(&T, 0, sizeof T);
     T.params = bert_tag_default_params();
-    T.params.aggregation = BERT_AGG_SIMPLE;
+    int agg = -1; /* --aggregation, else the model's, else first */
     const char *model_dir = NULL;
     const char **ignore = NULL;
     size_t n_ignore = 0;
@@ -205,7 +207,7 @@ int main(int argc, char **argv)
                         "average or max, not '%s'\n", optarg);
                 return EXIT_USAGE;
             }
-            T.params.aggregation = (bert_aggregation)k;
+            agg = (int)k;
             break;
         }
         case 'f':
@@ -254,7 +256,7 @@ int main(int argc, char **argv)
         T.params.ignore_labels = ignore;
         T.params.n_ignore = n_ignore;
     }
-    if (T.params.stride >= 0 && T.params.aggregation == BERT_AGG_NONE) {
+    if (T.params.stride >= 0 && agg == BERT_AGG_NONE) {
         fprintf(stderr, PROG ": --stride needs an aggregation other than none "
                 "(as in transformers)\n");
         return EXIT_USAGE;
@@ -264,6 +266,19 @@ int main(int argc, char **argv)
                                    BERT_TASK_TOKEN);
     if (!m)
         return EXIT_BADINPUT;
+    /* By default the aggregation the model was trained for, and a word is
+     * never split between entities: first when the model says nothing. */
+    if (agg < 0)
+        agg = bert_model_aggregation(m) >= 0 ? bert_model_aggregation(m)
+                                             : BERT_AGG_FIRST;
+    T.params.aggregation = (bert_aggregation)agg;
+    if (T.params.stride >= 0 && agg == BERT_AGG_NONE) {
+        fprintf(stderr, PROG ": --stride needs an aggregation other than none "
+                "(the model's default aggregation is none; pass "
+                "--aggregation)\n");
+        bert_model_free(m);
+        return EXIT_USAGE;
+    }
     size_t maxlen = bert_model_max_length(m);
     if (T.params.stride >= 0 && (size_t)T.params.stride + 2 >= maxlen) {
         fprintf(stderr, PROG ": --stride %ld must be less than the model's "

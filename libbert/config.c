@@ -487,6 +487,28 @@ static void training_keys(const json_t *root, bert_cfg *cfg)
     cfg->qa_dropout = (float)(qa >= 0 && qa < 1 ? qa : 0.1);
 }
 
+static const char *const aggregations[] = {"none", "simple", "first",
+                                           "average", "max"};
+
+/* libbert's own key, so a bad value is an error, not a default. */
+static int aggregation_key(const json_t *root, bert_cfg *cfg,
+                           const char *label, bert_error *err)
+{
+    const json_t *v = json_object_get(root, "aggregation_strategy");
+    cfg->aggregation = -1;
+    if (!v || json_is_null(v))
+        return BERT_OK;
+    for (int i = 0; json_is_string(v) && i < 5; i++)
+        if (strcmp(json_string_value(v), aggregations[i]) == 0) {
+            cfg->aggregation = i;
+            return BERT_OK;
+        }
+    return bert__err(err, BERT_EFORMAT,
+                     "%s: \"aggregation_strategy\" must be \"none\", "
+                     "\"simple\", \"first\", \"average\" or \"max\"",
+                     label);
+}
+
 int bert__config_parse(const char *json, size_t len, const char *label,
                        bert_cfg *cfg, bert_error *err)
 {
@@ -502,6 +524,8 @@ int bert__config_parse(const char *json, size_t len, const char *label,
     int rc = parse_root(root, cfg, label, err);
     if (rc == BERT_OK)
         training_keys(root, cfg);
+    if (rc == BERT_OK)
+        rc = aggregation_key(root, cfg, label, err);
     json_decref(root);
     if (rc != BERT_OK)
         bert__config_free(cfg);
@@ -625,6 +649,9 @@ int bert__config_write(const bert_cfg *cfg, const char *architecture,
         if (c->task == BERT_TASK_SEQUENCE)
             SET("problem_type", json_string("single_label_classification"));
     }
+    if (cfg->aggregation >= 0 && cfg->aggregation < 5)
+        SET("aggregation_strategy",
+            json_string(aggregations[cfg->aggregation]));
     int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS |
                                          JSON_REAL_PRECISION(9));
     json_decref(o);

@@ -18,6 +18,8 @@
  *   RoBERTa:    as BERT; pad_token_id (default 1) is RoBERTa's padding_idx
  *               for the position ids
  *   ELECTRA:    as BERT, plus embedding_size (E, default 128; E <= hidden)
+ *   libbert's:  aggregation_strategy ("none", "simple", "first", "average",
+ *               "max"; transformers keeps an unknown key as an attribute)
  * Task: from architectures[0] (Bert|DistilBert|Roberta|XLMRoberta|Electra)
  * (Model|ForSequenceClassification|ForTokenClassification); *ForMaskedLM /
  * *ForPreTraining load as the base encoder.  Without architectures,
@@ -60,6 +62,9 @@ typedef struct bert_cfg {
      * not a number in range gives the default. */
     float init_range;         /* initializer_range (0.02), fresh weights */
     float qa_dropout;         /* DistilBERT qa_dropout (0.1) */
+    int aggregation;          /* "aggregation_strategy" (libbert's key: how
+                                 the token labels were trained to become
+                                 entities): a bert_aggregation, or -1 */
 } bert_cfg;
 
 /* Parses `len` bytes of JSON at `json`.  `label` (e.g. the file path)

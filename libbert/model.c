@@ -238,6 +238,11 @@ size_t bert_model_max_length(const bert_model *m)
     return m ? m->max_len : 0;
 }
 
+int bert_model_aggregation(const bert_model *m)
+{
+    return m ? m->cfg.aggregation : -1;
+}
+
 bert_precision bert_model_precision(const bert_model *m)
 {
     return m ? m->mats.prec : BERT_PRECISION_FP32;

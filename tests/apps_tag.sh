@@ -59,6 +59,18 @@ printf 'ok line\nbad \377 line\nlast\n' | "$TAG" --model "$FIX" > "$tmp/out" 2> 
 [ $st = 2 ] || die "invalid UTF-8: exit status $st"
 [ "$(wc -l < "$tmp/out")" = 3 ] || die "invalid UTF-8: 3 output lines expected"
 grep -q ':2:' "$tmp/err" || die "invalid UTF-8: message should give line 2: $(cat "$tmp/err")"
+# the default aggregation: the model's aggregation_strategy, else first
+"$TAG" --model "$FIX" < "$FIX/texts.txt" > "$tmp/default.json" || die "default aggregation: exit $?"
+cmp -s "$tmp/default.json" "$tmp/first.json" || die "no aggregation_strategy: the default is not first"
+mkdir "$tmp/rec"
+for f in "$FIX"/*; do ln -s "$f" "$tmp/rec/"; done
+rm "$tmp/rec/config.json"
+sed 's/^{/{"aggregation_strategy": "average",/' "$FIX/config.json" > "$tmp/rec/config.json"
+"$TAG" --model "$tmp/rec" < "$FIX/texts.txt" > "$tmp/rec.json" || die "recorded aggregation: exit $?"
+cmp -s "$tmp/rec.json" "$tmp/average.json" || die "aggregation_strategy average: the default is not average"
+sed 's/^{/{"aggregation_strategy": "best",/' "$FIX/config.json" > "$tmp/rec/config.json"
+"$TAG" --model "$tmp/rec" x > /dev/null 2> "$tmp/e"; st=$?
+[ $st = 2 ] && grep -q 'aggregation_strategy' "$tmp/e" || die "aggregation_strategy best: exit $st: $(cat "$tmp/e")"
 "$TAG" --help | grep -q Examples || die "--help"
 "$TAG" --version | grep -q libbert || die "--version"
 

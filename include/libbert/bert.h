@@ -226,6 +226,12 @@ BERT_API const bert_tokenizer *bert_model_tokenizer(const bert_model *m);
 /* Longest sequence the model accepts (max_position_embeddings, capped by the
  * tokenizer's model_max_length when that is smaller). */
 BERT_API size_t bert_model_max_length(const bert_model *m);
+/* How the model's token labels become entities, as its config.json records
+ * it ("aggregation_strategy", a key libbert's trainer writes for token
+ * models: BERT_AGG_FIRST when only each word's first sub-token was
+ * labelled), or -1 when it records nothing.  Tools use it as the default
+ * aggregation (bert-tag). */
+BERT_API int bert_model_aggregation(const bert_model *m);
 /* 1 when bert_session_run can produce pooler_output (BertModel with a pooler,
  * BertForSequenceClassification), else 0. */
 BERT_API int bert_model_has_pooler(const bert_model *m);
