@@ -19,11 +19,32 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "libbert/arch.h"
+
 typedef struct {
     char name[128];
     size_t d0, d1; /* d1 == 0: 1-D */
     int kind;      /* 0 random, 1 ones, 2 zeros */
 } tspec;
+
+typedef struct {
+    tspec *t;
+    size_t n;
+} list;
+
+/* One tensor of the architecture table: LayerNorm weights 1, biases 0. */
+static int add(void *ctx, const bert_arch_tensor *x)
+{
+    list *l = ctx;
+    tspec *t = &l->t[l->n++];
+    int ln = x->role == BERT_R_LNE || x->role == BERT_R_LN1 ||
+             x->role == BERT_R_LN2;
+    snprintf(t->name, sizeof t->name, "%s", x->name);
+    t->d0 = x->d0;
+    t->d1 = x->d1;
+    t->kind = !ln ? 0 : x->bias ? 2 : 1;
+    return 0;
+}
 
 static uint64_t rng_state;
 static float frand(void)
@@ -123,45 +144,16 @@ int main(int argc, char **argv)
         copy_file(from, path, NULL);
     }
 
-    /* Tensor list, in HF order. */
-    size_t nt = 0, cap = 16 * L + 16;
-    tspec *t = calloc(cap, sizeof *t);
-#define ADD(k, a, b, ...)                                                      \
-    do {                                                                       \
-        snprintf(t[nt].name, sizeof t[nt].name, __VA_ARGS__);                  \
-        t[nt].d0 = (a);                                                        \
-        t[nt].d1 = (b);                                                        \
-        t[nt].kind = (k);                                                      \
-        nt++;                                                                  \
-    } while (0)
-    ADD(0, V, H, "bert.embeddings.word_embeddings.weight");
-    ADD(0, P, H, "bert.embeddings.position_embeddings.weight");
-    ADD(0, 2, H, "bert.embeddings.token_type_embeddings.weight");
-    ADD(1, H, 0, "bert.embeddings.LayerNorm.weight");
-    ADD(2, H, 0, "bert.embeddings.LayerNorm.bias");
-    for (size_t l = 0; l < L; l++) {
-        const char *p = "bert.encoder.layer";
-        ADD(0, H, H, "%s.%zu.attention.self.query.weight", p, l);
-        ADD(0, H, 0, "%s.%zu.attention.self.query.bias", p, l);
-        ADD(0, H, H, "%s.%zu.attention.self.key.weight", p, l);
-        ADD(0, H, 0, "%s.%zu.attention.self.key.bias", p, l);
-        ADD(0, H, H, "%s.%zu.attention.self.value.weight", p, l);
-        ADD(0, H, 0, "%s.%zu.attention.self.value.bias", p, l);
-        ADD(0, H, H, "%s.%zu.attention.output.dense.weight", p, l);
-        ADD(0, H, 0, "%s.%zu.attention.output.dense.bias", p, l);
-        ADD(1, H, 0, "%s.%zu.attention.output.LayerNorm.weight", p, l);
-        ADD(2, H, 0, "%s.%zu.attention.output.LayerNorm.bias", p, l);
-        ADD(0, I, H, "%s.%zu.intermediate.dense.weight", p, l);
-        ADD(0, I, 0, "%s.%zu.intermediate.dense.bias", p, l);
-        ADD(0, H, I, "%s.%zu.output.dense.weight", p, l);
-        ADD(0, H, 0, "%s.%zu.output.dense.bias", p, l);
-        ADD(1, H, 0, "%s.%zu.output.LayerNorm.weight", p, l);
-        ADD(2, H, 0, "%s.%zu.output.LayerNorm.bias", p, l);
+    /* Tensor list, in HF order: the names of libbert's architecture table. */
+    list tl = {calloc(16 * L + 16, sizeof(tspec)), 0};
+    bert_arch_shape dims = {V, P, 2, H, H, I, L, C, 1, 0, 0};
+    if (!tl.t || bert__arch_tensors(bert__arch_of(BERT_FAMILY_BERT), &dims,
+                                    add, &tl)) {
+        fprintf(stderr, "bert-mkmodel: out of memory\n");
+        return 2;
     }
-    ADD(0, H, H, "bert.pooler.dense.weight");
-    ADD(0, H, 0, "bert.pooler.dense.bias");
-    ADD(0, C, H, "classifier.weight");
-    ADD(0, C, 0, "classifier.bias");
+    tspec *t = tl.t;
+    size_t nt = tl.n;
 
     /* Header. */
     json_t *hdr = json_object();
