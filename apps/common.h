@@ -44,7 +44,9 @@ int app_progress_ok(void);
 
 /* Every file the tools write goes to a temporary file beside it, is
  * flushed to disk (fsync) and renamed over the final name, so that a kill,
- * a full disk or a crash during a write leaves the previous file intact.
+ * a full disk or a crash during a write leaves the previous file intact
+ * (libbert/atomicfile.h, which the library's model-directory writer uses
+ * too).
  *
  * app_create(path, tmp): opens the temporary file for path (its name, at
  * most 4096 bytes, is written to tmp) for writing; NULL with errno set.
