@@ -192,26 +192,6 @@ void app_json_string(FILE *f, const char *s, size_t n)
     putc('"', f);
 }
 
-int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
-{
-    char path[4096], tmp[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE *f = app_create(path, tmp);
-    if (!f)
-        return -1;
-    fprintf(f,
-            "{\n  \"clean_up_tokenization_spaces\": true,\n"
-            "  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
-            "  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
-            "  \"model_max_length\": %zu,\n  \"never_split\": null,\n"
-            "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
-            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
-            "  \"tokenizer_class\": \"BertTokenizer\",\n"
-            "  \"unk_token\": \"[UNK]\"\n}\n",
-            lowercase ? "true" : "false", max_len);
-    return app_commit(f, tmp, path);
-}
-
 /* ---- progress ---- */
 
 int app_progress_ok(void)

@@ -113,10 +113,4 @@ int app_precision(const char *prog, bert_precision *out);
 bert_session *app_session(const char *prog, const bert_model *m,
                           const char *dir, int threads);
 
-/* Writes DIR/tokenizer_config.json as transformers' BertTokenizer saves it
- * (do_lower_case and model_max_length from the arguments).  Returns 0, or
- * -1 with errno set when the file cannot be written. */
-int app_write_tokenizer_config(const char *dir, int lowercase,
-                               size_t max_len);
-
 #endif
