@@ -102,24 +102,21 @@ int bert__epoch_order(const bert_dataset *d, size_t bs, uint64_t seed,
 
 /* ---- padded batches ---------------------------------------------------- */
 
+/* Room for need tokens: ids, types and labels share one block. */
 static int batch_reserve(bert__padded *bb, size_t need)
 {
     if (need <= bb->cap)
         return BERT_OK;
-    int32_t *a = realloc(bb->ids, need * sizeof(int32_t));
+    int32_t *a = realloc(bb->ids, 3 * need * sizeof(int32_t));
     if (a)
         bb->ids = a;
-    int32_t *b = realloc(bb->types, need * sizeof(int32_t));
-    if (b)
-        bb->types = b;
-    int32_t *c = realloc(bb->labels, need * sizeof(int32_t));
-    if (c)
-        bb->labels = c;
     size_t *l = realloc(bb->lens, need * sizeof(size_t));
     if (l)
         bb->lens = l;
-    if (!a || !b || !c || !l)
+    if (!a || !l)
         return BERT_ENOMEM;
+    bb->types = a + need;
+    bb->labels = a + 2 * need;
     bb->cap = need;
     return BERT_OK;
 }
@@ -186,9 +183,7 @@ int bert__padded_fill(bert__padded *bb, const bert_dataset *d,
 
 void bert__padded_free(bert__padded *bb)
 {
-    free(bb->ids);
-    free(bb->types);
-    free(bb->labels);
+    free(bb->ids); /* types and labels too */
     free(bb->lens);
     memset(bb, 0, sizeof *bb);
 }

@@ -51,7 +51,7 @@ int bert__length_order(const bert_dataset *d, size_t *idx);
 /* The padded batch's storage, grown on demand; zero-initialise, release
  * with bert__padded_free. */
 typedef struct bert__padded {
-    int32_t *ids, *types, *labels;
+    int32_t *ids, *types, *labels; /* one block: types, labels after ids */
     size_t *lens;
     size_t cap;
 } bert__padded;
