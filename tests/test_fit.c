@@ -367,6 +367,16 @@ static void test_fit_csv(void)
     CU_ASSERT_EQUAL(bert_fit_total_steps(tr, &fp), 0);
     CU_ASSERT_EQUAL(bert_fit_total_steps(NULL, NULL), 0);
     bert_dataset_free(mlm);
+    /* nothing to train on */
+    bert_dataset_params hp = bert_dataset_default_params();
+    hp.pair_column = "text_pair";
+    hp.labels = bert_dataset_labels(tr, &hp.num_labels);
+    bert_dataset *none = load(put("none.csv", "text,text_pair,label\n"),
+                              BERT_TRAIN_SEQUENCE, &hp, BERT_OK);
+    CU_ASSERT_EQUAL(bert_dataset_count(none), 0);
+    CU_ASSERT_EQUAL(bert_fit(t, none, NULL, NULL, NULL, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "no training examples") != NULL);
+    bert_dataset_free(none);
     bert_trainer_free(t);
     bert_dataset_free(tr);
 }

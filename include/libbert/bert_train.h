@@ -445,9 +445,9 @@ BERT_API size_t bert_fit_total_steps(const bert_dataset *train,
  * (may be NULL) follows along: on any return it says where t's weights
  * are.  The datasets must be of t's task, with t's labels.  Returns
  * BERT_OK; BERT_ECANCELED (the callback); BERT_EINVAL (NULL t or train,
- * bad params, datasets that do not fit t, MLM without [MASK] in the
- * vocabulary), BERT_ENOMEM, the trainer's errors, the savers' (BERT_EIO,
- * with the file named). */
+ * an empty train, bad params, datasets that do not fit t, MLM without
+ * [MASK] in the vocabulary), BERT_ENOMEM, the trainer's errors, the
+ * savers' (BERT_EIO, with the file named). */
 BERT_API int bert_fit(bert_trainer *t, const bert_dataset *train,
                       const bert_dataset *dev, const bert_fit_params *params,
                       bert_fit_state *state, bert_error *err);

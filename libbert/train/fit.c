@@ -287,6 +287,8 @@ int bert_fit(bert_trainer *t, const bert_dataset *train,
         (rc = bert__check_dataset(t, train, "bert_fit: train", err)) ||
         (dev && (rc = bert__check_dataset(t, dev, "bert_fit: dev", err))))
         return rc;
+    if (train->n == 0)
+        return bert__err(err, BERT_EINVAL, "bert_fit: no training examples");
     r.t = t;
     r.tr = train;
     r.dev = dev;
