@@ -293,6 +293,7 @@ static int on_progress(const bert_fit_progress *p, void *user)
     watch *w = user;
     CU_ASSERT(p->epoch >= 1 && p->epoch <= p->epochs);
     CU_ASSERT(p->done <= p->todo);
+    CU_ASSERT(p->step <= p->total_steps);
     if (p->event == BERT_FIT_STEP)
         return ++w->steps == w->cancel_at;
     if (p->event == BERT_FIT_EPOCH) {

@@ -361,6 +361,7 @@ typedef struct bert_fit_progress {
     size_t epoch;          /* the epoch, from 1 */
     size_t epochs;         /* the last epoch this call runs */
     size_t step;           /* optimizer steps taken (bert_trainer_steps) */
+    size_t total_steps;    /* of the whole schedule (bert_fit_total_steps) */
     size_t done, todo;     /* examples of this epoch trained on, of todo */
     size_t examples;       /* examples trained on by this call */
     double loss;           /* STEP, STOPPED: moving average of the

@@ -300,6 +300,7 @@ int bert_fit(bert_trainer *t, const bert_dataset *train,
     if (r.p.stop_after_epochs > 0 && r.p.stop_after_epochs < n_epochs)
         n_epochs = r.p.stop_after_epochs;
     r.pg.epochs = n_epochs;
+    r.pg.total_steps = bert_fit_total_steps(train, &r.p);
     r.t0 = r.last_save = now();
     int stop = 0;
     for (size_t ep = r.st->epoch; rc == BERT_OK && ep < n_epochs && !stop;
