@@ -111,8 +111,8 @@ static void usage(FILE *f)
 }
 
 /* Prints "bert-train: MESSAGE" and exits with status 2 (bad input). */
-__attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt,
-                                                                 ...)
+__attribute__((format(printf, 1, 2), noreturn))
+static void fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
