@@ -90,6 +90,8 @@ static int cmp_names(const void *a, const void *b)
 static int sort_labels(bert_dataset *d, bert_error *err)
 {
     size_t C = d->n_labels;
+    if (C == 0) /* an empty file (d->labels NULL) */
+        return BERT_OK;
     char **sorted = malloc((C + 1) * sizeof *sorted);
     int32_t *map = malloc((C + 1) * sizeof *map);
     if (!sorted || !map) {
