@@ -23,6 +23,7 @@
 
 #include "apps/common.h"
 #include "libbert/bert_tokenizer.h"
+#include "libbert/bert_train.h"
 
 #define PROG "bert-vocab"
 #define DEFAULT_SPECIAL "[PAD],[UNK],[CLS],[SEP],[MASK]"
@@ -249,9 +250,10 @@ static int write_output(const options *o, const bert_vocab_trainer *vt)
         fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
         return -1;
     }
-    if (app_write_tokenizer_config(o->out, o->lowercase, (size_t)o->max_len)) {
-        fprintf(stderr, PROG ": %s/tokenizer_config.json: %s\n", o->out,
-                strerror(errno));
+    bert_error err;
+    if (bert_write_tokenizer_config(o->out, o->lowercase, (size_t)o->max_len,
+                                    &err)) {
+        fprintf(stderr, PROG ": %s\n", err.text);
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
 #endif
 #include <sched.h>
 #include "apps/common.h"
+#include "libbert/atomicfile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -161,26 +162,6 @@ void app_json_string(FILE *f, const char *s, size_t n)
     putc('"', f);
 }
 
-int app_write_tokenizer_config(const char *dir, int lowercase, size_t max_len)
-{
-    char path[4096], tmp[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE *f = app_create(path, tmp);
-    if (!f)
-        return -1;
-    fprintf(f,
-            "{\n  \"clean_up_tokenization_spaces\": true,\n"
-            "  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
-            "  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
-            "  \"model_max_length\": %zu,\n  \"never_split\": null,\n"
-            "  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
-            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
-            "  \"tokenizer_class\": \"BertTokenizer\",\n"
-            "  \"unk_token\": \"[UNK]\"\n}\n",
-            lowercase ? "true" : "false", max_len);
-    return app_commit(f, tmp, path);
-}
-
 /* ---- progress ---- */
 
 int app_progress_ok(void)
@@ -240,89 +221,19 @@ int app_exit_status(const char *prog, long long n_errors)
     return n_errors ? EXIT_BADINPUT : EXIT_OK;
 }
 
-/* ---- files written whole or not at all ---- */
+/* ---- files written whole or not at all (libbert/atomicfile.h) ---- */
 
 FILE *app_create(const char *path, char *tmp)
 {
-    /* "DIR/.NAME.tmp-PID": hidden, beside path (rename stays on one file
-     * system), distinct per process */
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    int dl = slash ? (int)(base - path) : 0;
-    int n = snprintf(tmp, 4096, "%.*s.%s.tmp-%ld", dl, path, base,
-                     (long)getpid());
-    if (n < 0 || n >= 4096) {
-        errno = ENAMETOOLONG;
-        return NULL;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        errno = e;
-    }
-    return f;
-}
-
-/* fsync of the directory holding path (the rename itself) */
-static int sync_dir(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path),
-                 path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    /* some file systems cannot fsync a directory: not an error */
-    if (rc && (errno == EINVAL || errno == EROFS))
-        rc = 0;
-    close(fd);
-    return rc;
+    return bert__file_create(path, tmp);
 }
 
 int app_commit(FILE *f, const char *tmp, const char *path)
 {
-    int e = 0;
-    if (f) {
-        if (fflush(f) || ferror(f))
-            e = errno ? errno : EIO;
-        if (!e && fsync(fileno(f)))
-            e = errno;
-        if (fclose(f) && !e)
-            e = errno ? errno : EIO;
-    } else {
-        int fd = open(tmp, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd))
-            e = errno;
-        if (fd >= 0)
-            close(fd);
-    }
-    if (!e && rename(tmp, path))
-        e = errno;
-    if (e) {
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    if (sync_dir(path)) /* the file is in place; report the failed sync */
-        return -1;
-    return 0;
+    return bert__file_commit(f, tmp, path);
 }
 
 void app_discard(FILE *f, const char *tmp)
 {
-    int e = errno;
-    if (f)
-        fclose(f);
-    unlink(tmp);
-    errno = e;
+    bert__file_discard(f, tmp);
 }

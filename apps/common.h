@@ -51,7 +51,9 @@ int app_progress_ok(void);
 
 /* Every file the tools write goes to a temporary file beside it, is
  * flushed to disk (fsync) and renamed over the final name, so that a kill,
- * a full disk or a crash during a write leaves the previous file intact.
+ * a full disk or a crash during a write leaves the previous file intact
+ * (libbert/atomicfile.h, which the library's model-directory writer uses
+ * too).
  *
  * app_create(path, tmp): opens the temporary file for path (its name, at
  * most 4096 bytes, is written to tmp) for writing; NULL with errno set.
@@ -139,11 +141,5 @@ void app_long_summary(const char *prog, const char *where, const char *noun,
  * "PROG: DIR: reason" to stderr. */
 bert_session *app_session(const char *prog, const bert_model *m,
                           const char *dir, int threads);
-
-/* Writes DIR/tokenizer_config.json as transformers' BertTokenizer saves it
- * (do_lower_case and model_max_length from the arguments).  Returns 0, or
- * -1 with errno set when the file cannot be written. */
-int app_write_tokenizer_config(const char *dir, int lowercase,
-                               size_t max_len);
 
 #endif

@@ -1,35 +1,31 @@
-/* fuzz_train_readers.c - libFuzzer target for bert-train's data readers
- * (its CSV, CoNLL and text loaders, compiled in from apps/bert-train.c):
- * the first byte picks the reader and, for CSV, whether a pair column is
- * read and the labels fixed; the rest is the file.  Tokenizer: the
- * vocabulary of $FUZZ_MODEL (default data/sentiment), max length 32.
- * Every input: loaded or refused with exit status 2, never a crash. */
+/* fuzz_train_readers.c - libFuzzer target for bert-train's data loading
+ * (bert_dataset_load over the CSV, CoNLL and text readers): the first byte
+ * picks the task (so the reader) and, for CSV, whether a pair column is
+ * read, whether every sub-token is labelled and whether the labels are
+ * fixed; the rest is the file.  Tokenizer: the vocabulary of $FUZZ_MODEL
+ * (default data/sentiment), max length 32.  Every input: loaded or refused
+ * with a status and a message, never a crash. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-#define main train_main
-#include "apps/bert-train.c"
-#undef main
+#include "libbert/bert_train.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static tk_t k;
+    static bert_tokenizer *tok;
     static char path[64];
-    if (!k.tok) {
+    static const char *const fixed[] = {"O", "B-PER", "positive"};
+    if (!tok) {
         const char *m = getenv("FUZZ_MODEL");
         char vp[4200];
         bert_error err;
         snprintf(vp, sizeof vp, "%s/vocab.txt", m && *m ? m : "data/sentiment");
-        if (bert_tokenizer_load_vocab(vp, 1, -1, 1, &k.tok, &err))
+        if (bert_tokenizer_load_vocab(vp, 1, -1, 1, &tok, &err))
             abort();
-        k.enc = bert_encoding_create();
-        k.max_len = 32;
-        k.cls = bert_tokenizer_special(k.tok, BERT_TOKEN_CLS);
-        k.sep = bert_tokenizer_special(k.tok, BERT_TOKEN_SEP);
-        k.pad = bert_tokenizer_special(k.tok, BERT_TOKEN_PAD);
-        k.mask = bert_tokenizer_special(k.tok, BERT_TOKEN_MASK);
-        k.unk = bert_tokenizer_special(k.tok, BERT_TOKEN_UNK);
         snprintf(path, sizeof path, "/tmp/fuzz_train.%ld", (long)getpid());
     }
     if (size < 1)
@@ -39,33 +35,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     fwrite(data + 1, 1, size - 1, f);
     fclose(f);
-    opts_t o;
-    memset(&o, 0, sizeof o);
-    o.text_col = "text";
-    o.label_col = "label";
-    o.pair_col = data[0] & 4 ? "pair" : NULL;
-    o.all_subtokens = (data[0] >> 3) & 1;
-    labels_t labs;
-    memset(&labs, 0, sizeof labs);
+    static const bert_train_task tasks[3] = {
+        BERT_TRAIN_SEQUENCE, BERT_TRAIN_TOKEN, BERT_TRAIN_MLM};
+    bert_dataset_params p = bert_dataset_default_params();
+    p.task = tasks[data[0] % 3];
+    p.max_length = 32;
+    p.pair_column = data[0] & 4 ? "pair" : NULL;
+    p.label_all_subtokens = (data[0] >> 3) & 1;
     if (data[0] & 16) {
-        label_add(&labs, "O");
-        label_add(&labs, "B-PER");
-        label_add(&labs, "positive");
-        labs.fixed = 1;
+        p.labels = fixed;
+        p.num_labels = 3;
     }
-    dataset d;
-    memset(&d, 0, sizeof d);
-    int rc;
-    switch (data[0] % 3) {
-    case 0: rc = load_csv(path, &o, &k, &labs, &d); break;
-    case 1: rc = load_conll(path, &o, &k, &labs, &d); break;
-    default: rc = load_text(path, &k, &d); break;
-    }
-    if (rc != EXIT_OK && rc != EXIT_BADINPUT)
+    bert_dataset *d = NULL;
+    bert_error err;
+    int rc = bert_dataset_load(path, tok, &p, &d, &err);
+    if ((rc == BERT_OK) != (d != NULL) || (rc && !err.text[0]))
         abort();
-    ds_free(&d);
-    for (size_t i = 0; i < labs.n; i++)
-        free(labs.names[i]);
-    free(labs.names);
+    bert_dataset_free(d);
     return 0;
 }

@@ -9,7 +9,7 @@
 #    on the installed default models, again without LD_LIBRARY_PATH:
 #    batched classification, tagging (--tag) and embeddings (--embed);
 #  - apps/example-train.c builds the same way, fine-tunes a tiny model from
-#    a tiny CSV in about a second through the readers and the trainer, and
+#    a tiny CSV in about a second through bert_dataset_load and bert_fit, and
 #    the installed bert-sentiment loads the directory it wrote;
 #  - make uninstall leaves no file and none of libbert's directories.
 # Runs after the other tests (Makefile: installing relinks the programs).

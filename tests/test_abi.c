@@ -8,6 +8,8 @@
  *  - bert__params_read (libbert/internal.h): a caller built against an
  *    older, shorter struct gets its fields and the defaults of the newer
  *    ones.
+ * (bert_fit, bert_evaluate and bert_trainer_init_word2vec read their
+ * params the same way, after the trainer and dataset: tests/test_fit.)
  * Models: the bert-seq-uncased and bert-token-cased fixtures of
  * $SHARED_DIR/fixtures (the model tests skip without them). */
 #include <stddef.h>
@@ -59,6 +61,11 @@ static void test_defaults_set_size(void)
     CU_ASSERT_EQUAL(bert_train_default_params().size, sizeof(bert_train_params));
     CU_ASSERT_EQUAL(bert_reader_default_params().size,
                     sizeof(bert_reader_params));
+    CU_ASSERT_EQUAL(bert_dataset_default_params().size,
+                    sizeof(bert_dataset_params));
+    CU_ASSERT_EQUAL(bert_fit_default_params().size, sizeof(bert_fit_params));
+    CU_ASSERT_EQUAL(bert_word2vec_default_params().size,
+                    sizeof(bert_word2vec_params));
 }
 
 /* Sizes checked by the functions that need no model. */
@@ -166,6 +173,12 @@ static void test_sizes_models(void)
                                        &tr, &te, &err),
                         BERT_EINVAL);
         bert_tag_result_free(tr);
+        bert_dataset_params dp = bert_dataset_default_params();
+        bert_dataset *d = NULL;
+        CU_ASSERT_EQUAL(bert_dataset_load("/nonexistent.csv", tok,
+                                          BAD(buf, dp, k), &d, &err),
+                        BERT_EINVAL);
+        CU_ASSERT(d == NULL && strstr(err.text, "params->size") != NULL);
     }
     /* nested structs must have exactly their size */
     bert_classify_params cp = bert_classify_default_params();

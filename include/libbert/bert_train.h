@@ -15,6 +15,22 @@
  *   bert_trainer_save(t, "out", &err);   // config.json + model.safetensors
  *   bert_trainer_free(t);
  *
+ * or, with the pipeline bert-train runs (datasets, shuffled length-bucketed
+ * batches, MLM masking, evaluation after each epoch, the best model saved
+ * as a complete model directory, resumable state):
+ *
+ *   bert_dataset *train, *dev;
+ *   bert_dataset_load("train.csv", tok, NULL, &train, &err);
+ *   bert_dataset_params dp = bert_dataset_default_params();
+ *   dp.labels = bert_dataset_labels(train, &dp.num_labels);
+ *   bert_dataset_load("dev.csv", tok, &dp, &dev, &err);
+ *   bert_fit_params fp = bert_fit_default_params();
+ *   fp.out_dir = "out"; fp.tokenizer = tok; fp.tokenizer_dir = "models/base";
+ *   p.labels = dp.labels; p.num_labels = dp.num_labels;
+ *   p.total_steps = bert_fit_total_steps(train, &fp);
+ *   ... bert_trainer_create as above ...
+ *   bert_fit(t, train, dev, &fp, NULL, &err);
+ *
  * Architectures: BERT (model_type "bert") with absolute positions, and
  * DistilBERT (model_type "distilbert"), each computed as transformers does
  * in training mode:
@@ -236,6 +252,323 @@ BERT_API int bert_reader_next(bert_reader *r, bert_record *rec,
                               bert_error *err);
 
 BERT_API void bert_reader_free(bert_reader *r);
+
+/* ---- datasets ---------------------------------------------------------- */
+
+/* A tokenized training or evaluation set, what bert_fit and bert_evaluate
+ * run on.  It is read from one file whose format follows the task
+ * (docs/training.md):
+ *  BERT_TRAIN_SEQUENCE  CSV (the bert_reader CSV format): one example a
+ *                       record, its text (and pair) encoded with the
+ *                       special tokens, its label a class;
+ *  BERT_TRAIN_TOKEN     CoNLL: one example a sentence, its words joined by
+ *                       spaces and encoded; each word's tag goes to its
+ *                       first sub-token (the others are not scored), or
+ *                       with label_all_subtokens to every sub-token, a B-X
+ *                       tag continued as I-X where I-X is a label already
+ *                       known;
+ *  BERT_TRAIN_MLM       plain text: every line tokenized without special
+ *                       tokens and the stream packed into chunks of
+ *                       max_length - 2 tokens framed by [CLS] ... [SEP]
+ *                       (a last chunk of 8 tokens or fewer is dropped).
+ * Examples longer than max_length tokens are truncated.  A dataset is
+ * immutable once loaded: share it between threads and calls freely. */
+typedef struct bert_dataset bert_dataset;
+
+typedef struct bert_dataset_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
+    bert_train_task task;      /* default BERT_TRAIN_SEQUENCE */
+    const char *text_column;   /* CSV: default "text" */
+    const char *pair_column;   /* CSV: default NULL (no pair) */
+    const char *label_column;  /* CSV: default "label" */
+    size_t max_length;         /* tokens per example with the special
+                                  tokens, at least 8 (default 128) */
+    const char *const *labels; /* num_labels names in id order: a label
+                                  outside them is an error (an evaluation
+                                  set takes its training set's); NULL
+                                  (default): the labels of the file, sorted
+                                  by bytes with "O" first */
+    size_t num_labels;
+    int label_all_subtokens;   /* token task (default 0) */
+    size_t max_examples;       /* keep only the first N examples; 0
+                                  (default): all.  The whole file is still
+                                  read and checked */
+    /* MLM text: a line the tokenizer refuses (invalid UTF-8, ...) is
+     * skipped, and reported here as "FILE:LINE: reason (line skipped)"
+     * (NULL, the default: skipped silently). */
+    void (*warning)(const char *message, void *user_data);
+    void *warning_data;
+} bert_dataset_params;
+
+BERT_API bert_dataset_params bert_dataset_default_params(void);
+
+/* Reads and tokenizes path with tok (borrowed for the call only) into *out
+ * (free with bert_dataset_free).  params NULL = defaults.  Returns BERT_OK,
+ * or with *out NULL: the reader's errors (bert_reader_open and _next:
+ * BERT_EIO, BERT_EFORMAT); BERT_EFORMAT for a label or tag outside fixed
+ * labels ("train.csv: record 7: unknown label 'x'", "train.conll:12:
+ * unknown tag 'B-X'"); the tokenizer's error for a CSV text or CoNLL
+ * sentence it refuses (BERT_EUTF8, ...: its reason after the place);
+ * BERT_EINVAL (NULL arguments, max_length below 8, a vocabulary without
+ * [CLS], [SEP] or [PAD]); BERT_ENOMEM.  An empty file is no error: the
+ * dataset has 0 examples. */
+BERT_API int bert_dataset_load(const char *path, const bert_tokenizer *tok,
+                               const bert_dataset_params *params,
+                               bert_dataset **out, bert_error *err);
+BERT_API void bert_dataset_free(bert_dataset *d);
+
+/* Number of examples (0 for NULL). */
+BERT_API size_t bert_dataset_count(const bert_dataset *d);
+
+/* The label names in id order (borrowed, valid as long as d) and their
+ * number in *n_labels (may be NULL): what bert_train_params.labels and a
+ * dev set's bert_dataset_params.labels take.  NULL and 0 for MLM. */
+BERT_API const char *const *bert_dataset_labels(const bert_dataset *d,
+                                                size_t *n_labels);
+
+/* ---- the training loop ------------------------------------------------- */
+
+/* What bert_fit reports to its progress callback. */
+typedef enum {
+    BERT_FIT_STEP = 1,  /* after each optimizer step */
+    BERT_FIT_STOPPED,   /* time_limit passed at that step: the epoch ends
+                           there (evaluated, saved) and so does the run */
+    BERT_FIT_EPOCH      /* an epoch evaluated, before its saves */
+} bert_fit_event;
+
+/* Evaluation of a model on a dataset (bert_evaluate, BERT_FIT_EPOCH). */
+typedef struct bert_eval_result {
+    double score;      /* what picks the best model (higher is better):
+                          sequence accuracy; token entity F1 when the tags
+                          are IOB, else token accuracy; MLM minus the loss */
+    double loss;       /* mean loss per example */
+    double accuracy;   /* sequence: of the examples; token: of the words
+                          (the first sub-token's prediction; words cut by
+                          truncation count as "O") */
+    double macro_f1;   /* sequence */
+    double precision, recall, f1; /* token with IOB tags: entities as
+                          seqeval counts them (bert_entity_counts_add) */
+    double perplexity; /* MLM: bert_perplexity(loss) */
+    int entities;      /* token: 1 when the entity scores were computed */
+    size_t n;          /* examples evaluated */
+    char text[256];    /* the line bert-train prints, e.g. "dev loss 0.3120
+                          accuracy 0.9000 macro-F1 0.8990 (10 examples)" */
+} bert_eval_result;
+
+typedef struct bert_fit_progress {
+    bert_fit_event event;
+    size_t epoch;          /* the epoch, from 1 */
+    size_t epochs;         /* the last epoch this call runs */
+    size_t step;           /* optimizer steps taken (bert_trainer_steps) */
+    size_t total_steps;    /* of the whole schedule (bert_fit_total_steps) */
+    size_t done, todo;     /* examples of this epoch trained on, of todo */
+    size_t examples;       /* examples trained on by this call */
+    double loss;           /* STEP, STOPPED: moving average of the
+                              micro-batch losses (0.98 old + 0.02 new,
+                              restarted each epoch); EPOCH: the epoch's mean
+                              micro-batch loss */
+    double lr;             /* the learning rate of the next step */
+    double grad_norm;      /* STEP, STOPPED: the step's gradient norm before
+                              clipping */
+    double rate;           /* examples per second in this epoch */
+    double epoch_seconds;  /* since this epoch started */
+    double seconds;        /* since bert_fit started */
+    const bert_eval_result *eval; /* EPOCH: the dev set's evaluation
+                              (borrowed for the call); NULL without one */
+    int improved;          /* EPOCH: the best so far (then saved) */
+} bert_fit_progress;
+
+/* Called by bert_fit on its thread; a nonzero return cancels the run, which
+ * then returns BERT_ECANCELED as soon as the current step is over: at once
+ * after a step, after the epoch's saves at BERT_FIT_EPOCH. */
+typedef int (*bert_fit_fn)(const bert_fit_progress *p, void *user_data);
+
+typedef struct bert_fit_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
+    double epochs;          /* passes over the training set (3); a fraction
+                               makes the last pass that part of the set */
+    size_t stop_after_epochs; /* > 0: stop after that many epochs, the
+                               schedule still spanning `epochs` (0) */
+    size_t batch_size;      /* examples per micro-batch (32) */
+    size_t accum;           /* micro-batches per optimizer step (1) */
+    double mlm_probability; /* MLM: share of tokens masked, 80% [MASK], 10%
+                               random, 10% kept (0.15) */
+    uint64_t seed;          /* epoch order and masks (42) */
+    size_t eval_batch_size; /* examples per evaluation batch (64) */
+    double time_limit;      /* seconds; > 0: after the step that passes it
+                               the epoch ends, is evaluated and saved, and
+                               the run stops (0: none) */
+    const char *out_dir;    /* NULL (default): nothing is written; else
+                               after each epoch that improves on the best
+                               score, the model directory
+                               (bert_trainer_save_model_dir) */
+    const bert_tokenizer *tokenizer; /* with out_dir: the tokenizer the data
+                               were tokenized with, and the directory it */
+    const char *tokenizer_dir;       /* was loaded from (its files are
+                               copied into out_dir) */
+    int save_state;         /* with out_dir: the resume state
+                               (bert_fit_save_state) after every epoch (0) */
+    double save_every;      /* seconds; with save_state, also this often
+                               inside an epoch (0: off) */
+    bert_fit_fn progress;   /* NULL (default): no reports */
+    void *progress_data;    /* passed to progress */
+} bert_fit_params;
+
+BERT_API bert_fit_params bert_fit_default_params(void);
+
+/* Where a run stands: all zero for a fresh run.  bert_fit continues from
+ * it and keeps it up to date. */
+typedef struct bert_fit_state {
+    size_t epoch;   /* epochs finished */
+    size_t offset;  /* examples of the next epoch already trained on */
+    double best;    /* when has_best: the best epoch's score (the model
+                       saved in out_dir is that epoch's) */
+    int has_best;
+} bert_fit_state;
+
+/* Optimizer steps bert_fit takes for the whole schedule of params->epochs
+ * on train: what bert_train_params.total_steps should be.  0 for NULL or
+ * bad params. */
+BERT_API size_t bert_fit_total_steps(const bert_dataset *train,
+                                     const bert_fit_params *params);
+
+/* Trains t on train from *state (NULL: a fresh run) to params->epochs.
+ * Each epoch's order is a function of the seed and the epoch alone:
+ * examples shuffled, sorted by length inside windows of 50 batches (less
+ * padding), the batches shuffled; MLM masks are a function of the seed,
+ * the epoch and the example.  So a run continued from a state (saved, or
+ * left by a cancel) ends with the same weights as one never cut.  After
+ * each epoch: the dev set's evaluation (bert_evaluate; without dev, minus
+ * the epoch's train loss is the score), the model saved into out_dir when
+ * the score beats state->best, the state saved when save_state.  *state
+ * (may be NULL) follows along: on any return it says where t's weights
+ * are.  The datasets must be of t's task, with t's labels.  Returns
+ * BERT_OK; BERT_ECANCELED (the callback); BERT_EINVAL (NULL t or train,
+ * an empty train, bad params, datasets that do not fit t, MLM without
+ * [MASK] in the vocabulary), BERT_ENOMEM, the trainer's errors, the
+ * savers' (BERT_EIO, with the file named). */
+BERT_API int bert_fit(bert_trainer *t, const bert_dataset *train,
+                      const bert_dataset *dev, const bert_fit_params *params,
+                      bert_fit_state *state, bert_error *err);
+
+/* Evaluates t (no dropout, no gradient) on d: the metrics of its task as
+ * bert_eval_result says; MLM masks drawn from params->seed alone, the same
+ * every epoch.  params NULL = defaults (seed, mlm_probability and
+ * eval_batch_size are used).
+ * Returns BERT_OK, BERT_EINVAL (a dataset not of t's task or labels),
+ * BERT_ENOMEM or the trainer's error. */
+BERT_API int bert_evaluate(bert_trainer *t, const bert_dataset *d,
+                           const bert_fit_params *params,
+                           bert_eval_result *res, bert_error *err);
+
+/* The resume state in dir (save: created when missing, not its parents):
+ * trainer_state.bin (bert_trainer_save_state: weights, AdamW moments,
+ * steps) and trainer_progress.txt (the state's epoch, best score and
+ * offset), each written whole or not at all.  Load fills t and *state from
+ * them, for bert_fit to continue.  Returns BERT_OK, BERT_EIO ("cannot
+ * write DIR/trainer_state.bin: ..."), BERT_EMISSING / BERT_EFORMAT /
+ * BERT_ESHAPE (bert_trainer_load_state's, or "cannot read
+ * DIR/trainer_progress.txt"), BERT_EINVAL. */
+BERT_API int bert_fit_save_state(const bert_trainer *t, const char *dir,
+                                 const bert_fit_state *state,
+                                 bert_error *err);
+BERT_API int bert_fit_load_state(bert_trainer *t, const char *dir,
+                                 bert_fit_state *state, bert_error *err);
+
+/* ---- model directories and initialisation ------------------------------ */
+
+/* Loads the tokenizer of model directory dir to train with (free with
+ * bert_tokenizer_free): byte-level BPE (RoBERTa) as bert_tokenizer_load
+ * reads it; WordPiece from dir/vocab.txt with BertTokenizer's defaults
+ * (accents stripped when lowercasing, CJK characters split) and
+ * do_lower_case `lowercase` (1, 0; -1: the directory's): the tokenizer that
+ * the tokenizer_config.json bert_trainer_save_model_dir writes describes.
+ * Returns bert_tokenizer_load's and bert_tokenizer_load_vocab's statuses. */
+BERT_API int bert_tokenizer_load_for_training(const char *dir, int lowercase,
+                                              bert_tokenizer **out,
+                                              bert_error *err);
+
+/* Writes a complete Hugging Face model directory into dir (created when
+ * missing, not its parents): config.json and model.safetensors
+ * (bert_trainer_save, staged in a hidden directory inside dir and renamed
+ * into place), then the tokenizer files of tok, loaded from tokenizer_dir:
+ * byte-level BPE (RoBERTa) files copied as they are; WordPiece: vocab.txt
+ * copied, tokenizer_config.json (BertTokenizer, DistilBertTokenizer for a
+ * DistilBERT; tok's do_lower_case, model_max_length the model's
+ * positions) and special_tokens_map.json written.  Every file is written
+ * whole or not at all: a failure leaves the previous file.  Returns
+ * BERT_OK, BERT_EINVAL (a NULL argument), BERT_EIO naming the file. */
+BERT_API int bert_trainer_save_model_dir(const bert_trainer *t,
+                                         const bert_tokenizer *tok,
+                                         const char *tokenizer_dir,
+                                         const char *dir, bert_error *err);
+
+/* Writes dir/tokenizer_config.json as transformers' BertTokenizer saves it
+ * (do_lower_case, model_max_length), whole or not at all.  BERT_EIO
+ * ("DIR/tokenizer_config.json: reason"), BERT_EINVAL. */
+BERT_API int bert_write_tokenizer_config(const char *dir, int lowercase,
+                                         size_t model_max_length,
+                                         bert_error *err);
+
+/* How bert_trainer_align_head found the head of init_dir. */
+typedef enum {
+    BERT_HEAD_KEPT = 0,    /* the same labels in the same order, another
+                              count, or no classifier: nothing to do */
+    BERT_HEAD_REORDERED,   /* the same names in another order: the
+                              classifier's rows now follow t's labels */
+    BERT_HEAD_OTHER_NAMES  /* as many labels, other names: rows kept in
+                              order, as transformers does */
+} bert_head_match;
+
+/* A trainer made from init_dir (a sequence or token model) with labels of
+ * the same names in another order (bert_train_params.labels) would keep
+ * each row of classifier.weight and classifier.bias on the wrong name: this
+ * permutes them to follow t's labels.  *match (may be NULL) says what was
+ * found.  A directory that does not load as a model, an MLM trainer: KEPT.
+ * Returns BERT_OK, BERT_EINVAL, BERT_EUNSUPPORTED (a classifier it cannot
+ * reorder), BERT_ENOMEM. */
+BERT_API int bert_trainer_align_head(bert_trainer *t, const char *init_dir,
+                                     bert_head_match *match,
+                                     bert_error *err);
+
+/* Sets the position embeddings to the sinusoids of Vaswani et al. (std
+ * 0.05) instead of noise: helps encoders trained from scratch (+2-3 entity
+ * F1 on CoNLL-2003, docs/training.md).  Returns BERT_OK, BERT_EINVAL (t
+ * NULL), BERT_EMISSING (no position embeddings). */
+BERT_API int bert_trainer_init_sinusoidal_positions(bert_trainer *t,
+                                                    bert_error *err);
+
+/* word2vec skip-gram with negative sampling over an MLM dataset's token
+ * ids (special tokens skipped): windows of up to `window` tokens (randomly
+ * shrunk), `negatives` negatives from the unigram^0.75 table, frequent
+ * tokens subsampled at 1e-4, the learning rate decaying linearly from lr.
+ * One thread, deterministic. */
+typedef struct bert_word2vec_params {
+    size_t size;            /* sizeof this struct, set by the default
+                               function: start from it (docs/abi.md) */
+    double epochs;          /* passes (1; may be fractional) */
+    size_t window;          /* (5) */
+    size_t negatives;       /* (5) */
+    double lr;              /* (0.025) */
+    uint64_t seed;          /* (42) */
+    double std;             /* the vectors' standard deviation (0.05) */
+    bert_progress_fn progress; /* (done, total) tokens after each example;
+                               nonzero: BERT_ECANCELED.  NULL default */
+    void *progress_data;
+} bert_word2vec_params;
+
+BERT_API bert_word2vec_params bert_word2vec_default_params(void);
+
+/* Trains word vectors on text (an MLM dataset) and makes them t's word
+ * embeddings, scaled to params->std, the [PAD] row zero; the rest of t is
+ * untouched.  Returns BERT_OK, BERT_EINVAL (not an MLM dataset, an id
+ * beyond t's vocabulary, bad params), BERT_ECANCELED, BERT_ENOMEM. */
+BERT_API int bert_trainer_init_word2vec(bert_trainer *t,
+                                        const bert_dataset *text,
+                                        const bert_word2vec_params *params,
+                                        bert_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,69 @@
+/* libbert/train/dataset.h - the dataset's internals and the padded batches
+ * made from it (dataset.c, batch.c), shared by the fitting loop (fit.c),
+ * the evaluation (evaluate.c) and word2vec (w2v.c). */
+#ifndef LIBBERT_TRAIN_DATASET_H
+#define LIBBERT_TRAIN_DATASET_H
+
+#include <stdint.h>
+
+#include "libbert/bert_train.h"
+
+/* One example: its token ids (with the special tokens) and what is scored. */
+typedef struct bert__example {
+    int32_t *ids, *types; /* [n]; types NULL for MLM (all 0) */
+    int32_t *labels;      /* token task: [n], -100 where not scored */
+    int32_t n;
+    int32_t label;        /* sequence task */
+    /* token task, for word-level evaluation */
+    int32_t nwords;
+    int32_t *word_tag;    /* gold tag per word */
+    int32_t *first_tok;   /* token index of each word's first piece, -1 when
+                             truncated away */
+} bert__example;
+
+struct bert_dataset {
+    bert_train_task task;
+    bert__example *ex;
+    size_t n, cap;
+    char **labels;        /* names in id order (owned) */
+    size_t n_labels, cap_labels;
+    int32_t cls, sep, pad, mask; /* the tokenizer's special ids */
+};
+
+/* BERT_OK when t can run d: a dataset of its task with its number of
+ * labels; else BERT_EINVAL with a message that starts with `what`. */
+int bert__check_dataset(const bert_trainer *t, const bert_dataset *d,
+                        const char *what, bert_error *err);
+
+/* splitmix64's finaliser: the hash behind every random choice of the
+ * loop (order, masks, word2vec), so that runs repeat bit for bit. */
+uint64_t bert__mix(uint64_t z);
+
+/* ord[0..d->n): the order of an epoch for batches of bs (bert_fit's
+ * contract).  Returns BERT_OK or BERT_ENOMEM. */
+int bert__epoch_order(const bert_dataset *d, size_t bs, uint64_t seed,
+                      size_t *ord);
+
+/* idx[0..d->n): the examples sorted by length (ties by index), the
+ * evaluation order.  Returns BERT_OK or BERT_ENOMEM. */
+int bert__length_order(const bert_dataset *d, size_t *idx);
+
+/* The padded batch's storage, grown on demand; zero-initialise, release
+ * with bert__padded_free. */
+typedef struct bert__padded {
+    int32_t *ids, *types, *labels; /* one block: types, labels after ids */
+    size_t *lens;
+    size_t cap;
+} bert__padded;
+
+/* Fills *out with examples idx[0..nb) of d padded to the longest.  MLM:
+ * each real token other than [CLS], [SEP] and [PAD] is masked with
+ * probability mlm_prob (then 80% [MASK], 10% a random id below V, 10%
+ * kept) by a hash of (mseed, example, position), so each epoch masks
+ * differently.  Returns BERT_OK or BERT_ENOMEM. */
+int bert__padded_fill(bert__padded *bb, const bert_dataset *d,
+                     const size_t *idx, size_t nb, size_t V, double mlm_prob,
+                     uint64_t mseed, bert_train_batch *out);
+void bert__padded_free(bert__padded *bb);
+
+#endif

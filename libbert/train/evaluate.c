@@ -1,0 +1,219 @@
+/* evaluate.c - a trainer's model measured on a dataset (bert_evaluate in
+ * bert_train.h): accuracy and macro-F1 of the classes, word-level accuracy
+ * and seqeval's entity scores of the tags, MLM loss and perplexity, through
+ * <libbert/bert_metrics.h>. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "libbert/bert_metrics.h"
+#include "libbert/internal.h"
+#include "libbert/train/dataset.h"
+
+/* The arg-max of l[0..C). */
+static int32_t argmax(const float *l, size_t C)
+{
+    int32_t best = 0;
+    for (size_t c = 1; c < C; c++)
+        if (l[c] > l[best])
+            best = (int32_t)c;
+    return best;
+}
+
+/* What one pass over the dataset collects. */
+typedef struct {
+    int32_t *pred;   /* sequence: class per example */
+    int32_t **wpred; /* token: tag per word, per example */
+    double loss;     /* summed per example */
+} preds;
+
+/* The predicted tag of every word of e from its first sub-token's logits
+ * (row stride seq_len * C); a word cut by truncation gets "O" (o). */
+static int32_t *word_tags(const bert__example *e, const float *logits,
+                          size_t C, int32_t o)
+{
+    int32_t *wp = malloc(((size_t)e->nwords + 1) * sizeof *wp);
+    for (int32_t w = 0; wp && w < e->nwords; w++)
+        wp[w] = e->first_tok[w] < 0
+                    ? o
+                    : argmax(logits + (size_t)e->first_tok[w] * C, C);
+    return wp;
+}
+
+/* Runs t over d in batches of bs, shortest first. */
+static int predict_all(bert_trainer *t, const bert_dataset *d,
+                       const bert_fit_params *p, preds *pr, bert_error *err)
+{
+    size_t n = d->n, C = d->n_labels, bs = p->eval_batch_size, V;
+    V = bert_trainer_config(t)->vocab_size;
+    size_t *idx = malloc((n + 1) * sizeof *idx), lcap = 0;
+    bert__padded bb = {0};
+    float *logits = NULL;
+    int o = -1;
+    for (size_t i = 0; i < C; i++)
+        if (strcmp(d->labels[i], "O") == 0)
+            o = (int)i;
+    int rc = idx ? bert__length_order(d, idx) : BERT_ENOMEM;
+    for (size_t s = 0; rc == BERT_OK && s < n; s += bs) {
+        size_t nb = n - s < bs ? n - s : bs;
+        bert_train_batch b;
+        if ((rc = bert__padded_fill(&bb, d, idx + s, nb, V, p->mlm_probability,
+                                   p->seed, &b)))
+            break;
+        size_t rows = d->task == BERT_TRAIN_SEQUENCE ? nb : nb * b.seq_len;
+        if (d->task != BERT_TRAIN_MLM && rows * C > lcap) {
+            float *nl = realloc(logits, rows * C * sizeof(float));
+            if (!nl) {
+                rc = BERT_ENOMEM;
+                break;
+            }
+            logits = nl;
+            lcap = rows * C;
+        }
+        double loss;
+        if ((rc = bert_trainer_predict(t, &b, logits, &loss, err)))
+            break;
+        pr->loss += loss * (double)nb;
+        for (size_t i = 0; i < nb; i++) {
+            size_t k = idx[s + i];
+            if (d->task == BERT_TRAIN_SEQUENCE)
+                pr->pred[k] = argmax(logits + i * C, C);
+            else if (d->task == BERT_TRAIN_TOKEN &&
+                     !(pr->wpred[k] = word_tags(&d->ex[k],
+                                                logits + i * b.seq_len * C, C,
+                                                o >= 0 ? o : 0)))
+                rc = BERT_ENOMEM;
+        }
+    }
+    if (rc == BERT_ENOMEM)
+        bert__err(err, rc, "out of memory");
+    free(idx);
+    free(logits);
+    bert__padded_free(&bb);
+    return rc;
+}
+
+/* ---- the metrics of each task ------------------------------------------ */
+
+static int score_sequence(const bert_dataset *d, const preds *pr,
+                          bert_eval_result *res)
+{
+    size_t n = d->n;
+    int32_t *gold = malloc((n + 1) * sizeof *gold);
+    if (!gold)
+        return BERT_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        gold[i] = d->ex[i].label;
+    res->accuracy = bert_accuracy(pr->pred, gold, n);
+    res->macro_f1 = bert_macro_f1(pr->pred, gold, n, d->n_labels);
+    free(gold);
+    res->score = res->accuracy;
+    snprintf(res->text, sizeof res->text,
+             "dev loss %.4f accuracy %.4f macro-F1 %.4f (%zu examples)",
+             res->loss, res->accuracy, res->macro_f1, n);
+    return BERT_OK;
+}
+
+/* Word level: every sentence's words in one row for the accuracy, their
+ * tag names per sentence for the entities. */
+static int score_token(const bert_dataset *d, const preds *pr,
+                       bert_eval_result *res)
+{
+    size_t n = d->n, words = 0, maxw = 0;
+    for (size_t i = 0; i < n; i++) {
+        words += (size_t)d->ex[i].nwords;
+        if ((size_t)d->ex[i].nwords > maxw)
+            maxw = (size_t)d->ex[i].nwords;
+    }
+    const char *const *L = (const char *const *)d->labels;
+    int32_t *fg = malloc((words + 1) * sizeof *fg);
+    int32_t *fp = malloc((words + 1) * sizeof *fp);
+    const char **tg = malloc((maxw + 1) * sizeof *tg);
+    const char **tp = malloc((maxw + 1) * sizeof *tp);
+    int rc = fg && fp && tg && tp ? BERT_OK : BERT_ENOMEM;
+    res->entities = bert_tags_are_iob(L, d->n_labels);
+    bert_entity_counts ec = {0, 0, 0};
+    size_t at = 0;
+    for (size_t i = 0; rc == BERT_OK && i < n; i++) {
+        const bert__example *e = &d->ex[i];
+        size_t nw = (size_t)e->nwords;
+        memcpy(fg + at, e->word_tag, nw * sizeof *fg);
+        memcpy(fp + at, pr->wpred[i], nw * sizeof *fp);
+        at += nw;
+        if (!res->entities)
+            continue;
+        for (size_t w = 0; w < nw; w++) {
+            tg[w] = L[e->word_tag[w]];
+            tp[w] = L[pr->wpred[i][w]];
+        }
+        bert_entity_counts_add(&ec, tg, tp, nw, NULL);
+    }
+    if (rc == BERT_OK)
+        res->accuracy = bert_accuracy(fp, fg, words);
+    free(fg);
+    free(fp);
+    free(tg);
+    free(tp);
+    if (rc == BERT_OK && res->entities) {
+        bert_entity_scores(&ec, &res->precision, &res->recall, &res->f1);
+        res->score = res->f1;
+        snprintf(res->text, sizeof res->text,
+                 "dev loss %.4f entity P %.4f R %.4f F1 %.4f, token "
+                 "accuracy %.4f (%zu sentences)",
+                 res->loss, res->precision, res->recall, res->f1,
+                 res->accuracy, n);
+    } else if (rc == BERT_OK) {
+        res->score = res->accuracy;
+        snprintf(res->text, sizeof res->text,
+                 "dev loss %.4f token accuracy %.4f (%zu sentences)",
+                 res->loss, res->accuracy, n);
+    }
+    return rc;
+}
+
+/* ---- bert_evaluate ----------------------------------------------------- */
+
+int bert_evaluate(bert_trainer *t, const bert_dataset *d,
+                  const bert_fit_params *params, bert_eval_result *res,
+                  bert_error *err)
+{
+    bert_fit_params p;
+    if (!t || !d || !res)
+        return bert__err(err, BERT_EINVAL, "bert_evaluate: NULL argument");
+    int rc = BERT__PARAMS(p, params, bert_fit_default_params, err);
+    if (rc || (rc = bert__check_dataset(t, d, "bert_evaluate", err)))
+        return rc;
+    if (p.eval_batch_size < 1)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_evaluate: eval_batch_size must be at least 1");
+    size_t n = d->n;
+    preds pr = {NULL, NULL, 0};
+    if ((d->task == BERT_TRAIN_SEQUENCE &&
+         !(pr.pred = calloc(n + 1, sizeof *pr.pred))) ||
+        (d->task == BERT_TRAIN_TOKEN &&
+         !(pr.wpred = calloc(n + 1, sizeof *pr.wpred))))
+        rc = bert__err(err, BERT_ENOMEM, "out of memory");
+    if (rc == BERT_OK)
+        rc = predict_all(t, d, &p, &pr, err);
+    if (rc == BERT_OK) {
+        memset(res, 0, sizeof *res);
+        res->n = n;
+        res->loss = n ? pr.loss / (double)n : 0;
+        if (d->task == BERT_TRAIN_MLM) {
+            res->perplexity = bert_perplexity(res->loss);
+            res->score = -res->loss;
+            snprintf(res->text, sizeof res->text,
+                     "dev mlm loss %.4f (ppl %.1f)", res->loss,
+                     res->perplexity);
+        } else {
+            rc = d->task == BERT_TRAIN_SEQUENCE ? score_sequence(d, &pr, res)
+                                                : score_token(d, &pr, res);
+            if (rc)
+                bert__err(err, rc, "out of memory");
+        }
+    }
+    for (size_t i = 0; pr.wpred && i < n; i++)
+        free(pr.wpred[i]);
+    free(pr.wpred);
+    free(pr.pred);
+    return rc;
+}
