@@ -110,6 +110,14 @@ printf 'mary smith lives in rome\nacme corp works in london\nthe film is about a
 cmp -s "$tmp/tagged.conll" "$tmp/dev.conll" ||
     die "bert-tag's tags differ from the gold ones:
 $(diff "$tmp/dev.conll" "$tmp/tagged.conll")"
+# the model records the aggregation its dev F1 used, and bert-tag's default
+# follows it
+grep -q '"aggregation_strategy": "first"' "$tmp/tok/config.json" ||
+    die "token: config.json does not record aggregation_strategy first"
+printf 'mary smith lives in rome\nacme corp works in london\nthe film is about anna\n' |
+    "$TAG" --model "$tmp/tok" --format conll > "$tmp/tagged2.conll" 2> "$tmp/err" &&
+    cmp -s "$tmp/tagged2.conll" "$tmp/tagged.conll" ||
+    die "bert-tag's default on the trained model is not its first aggregation"
 
 [ $fail = 0 ] && echo "PASS: bert-train CSV -> bert-classify, CoNLL -> bert-tag"
 exit $fail

@@ -369,6 +369,14 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->cfg.pub.task = t->task == BERT_TRAIN_SEQUENCE ? BERT_TASK_SEQUENCE
                       : t->task == BERT_TRAIN_TOKEN  ? BERT_TASK_TOKEN
                                                      : BERT_TASK_BASE;
+    /* A token model records how its labels become entities: the fit's
+     * evaluation reads each word's tag from its first sub-token, so
+     * bert-tag's default (config.json's aggregation_strategy) is "first"
+     * and prints the entities the dev F1 counted. */
+    if (t->task != BERT_TRAIN_TOKEN)
+        t->cfg.aggregation = -1;
+    else if (t->cfg.aggregation < 0)
+        t->cfg.aggregation = BERT_AGG_FIRST;
     fill_sizes(t);
     size_t n = t->nparams;
     t->params = malloc(n * sizeof(float));
