@@ -81,20 +81,6 @@ static void usage(FILE *f)
 
 /* ---- JSON output ---------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-    putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            putc(*p, f);
-    }
-    putc('"', f);
-}
-
 static void json_floats(FILE *f, const float *x, size_t n)
 {
     putc('[', f);
@@ -395,7 +381,7 @@ int main(int argc, char **argv)
             line *l = &L[i];
             if (!l->ok) {
                 printf("{\"line\":%ld,\"error\":", l->no);
-                json_str(stdout, l->error);
+                app_json_string(stdout, l->error, strlen(l->error));
                 fputs("}\n", stdout);
                 status = EXIT_BADINPUT;
                 continue;
@@ -415,7 +401,8 @@ int main(int argc, char **argv)
                 fputs(",\"probs\":", stdout);
                 json_floats(stdout, probs, C);
                 fputs(",\"label\":", stdout);
-                json_str(stdout, bert_model_label(m, (int)argmax(probs, C)));
+                const char *lab = bert_model_label(m, (int)argmax(probs, C));
+                app_json_string(stdout, lab, strlen(lab));
             } else if (c->task == BERT_TASK_TOKEN) {
                 const float *lg = logits + r0 * C;
                 fputs(",\"logits\":", stdout);
@@ -424,8 +411,9 @@ int main(int argc, char **argv)
                 for (size_t t = 0; t < n; t++) {
                     if (t)
                         putchar(',');
-                    json_str(stdout,
-                             bert_model_label(m, (int)argmax(lg + t * C, C)));
+                    const char *lab =
+                        bert_model_label(m, (int)argmax(lg + t * C, C));
+                    app_json_string(stdout, lab, strlen(lab));
                 }
                 putchar(']');
             }

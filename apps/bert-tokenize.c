@@ -48,22 +48,6 @@ static void usage(FILE *f)
             "< texts.txt > tokens.jsonl\n");
 }
 
-/* Writes s as a JSON string (UTF-8 passes through; controls escaped). */
-static void json_str(FILE *o, const char *s)
-{
-    putc('"', o);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(o, "\\%c", c);
-        else if (c < 0x20 || c == 0x7F)
-            fprintf(o, "\\u%04x", c);
-        else
-            putc(c, o);
-    }
-    putc('"', o);
-}
-
 static void write_encoding(FILE *o, const bert_tokenizer *t, const bert_encoding *e, enum fmt f)
 {
     size_t n = e->n;
@@ -84,7 +68,8 @@ static void write_encoding(FILE *o, const bert_tokenizer *t, const bert_encoding
             const char *tok = bert_tokenizer_token(t, e->ids[i]);
             if (i)
                 putc(',', o);
-            json_str(o, tok ? tok : "");
+            tok = tok ? tok : "";
+            app_json_string(o, tok, strlen(tok));
         }
         fputs("],\"type_ids\":[", o);
         for (size_t i = 0; i < n; i++)
