@@ -353,33 +353,6 @@ static void split_labels(opts_t *o, char **buf)
     o->data.labels = v;
 }
 
-/* Refusals the model's configuration calls for. */
-static void check_trainer(const opts_t *o, const bert_trainer *t,
-                          const bert_tokenizer *tok)
-{
-    const bert_config *c = bert_trainer_config(t);
-    const float pr[3] = {c->hidden_dropout, c->attention_dropout,
-                         c->classifier_dropout};
-    static const char *const nm[3] = {"hidden", "attention", "classifier"};
-    for (int i = 0; i < 3 && o->train.dropout; i++)
-        if (!(pr[i] < 1))
-            fail("the %s dropout probability is %g: it would drop every "
-                 "activation (use < 1, or --no-dropout)", nm[i], (double)pr[i]);
-    if (bert_tokenizer_vocab_size(tok) > c->vocab_size)
-        fail("the vocabulary has %zu tokens, the model %zu",
-             bert_tokenizer_vocab_size(tok), c->vocab_size);
-    /* RoBERTa's positions start after padding_idx (1): 2 fewer tokens */
-    size_t max_tokens = c->max_position;
-    if (c->family == BERT_FAMILY_ROBERTA)
-        max_tokens = max_tokens > 2 ? max_tokens - 2 : 0;
-    if (o->data.max_length > max_tokens) {
-        fprintf(stderr, "bert-train: --max-length %zu exceeds the %zu tokens "
-                        "the model's max_position_embeddings %zu allow\n",
-                o->data.max_length, max_tokens, c->max_position);
-        exit(EXIT_USAGE);
-    }
-}
-
 /* --init's classifier rows follow the labels' order when they are the same
  * names (bert_trainer_align_head); says what it did. */
 static void align_head(const opts_t *o, bert_trainer *t,
@@ -475,7 +448,6 @@ int main(int argc, char **argv)
         fail("%s", err.text);
     if (o.init && classify)
         align_head(&o, t, labels, nl);
-    check_trainer(&o, t, tok);
     if (o.sinpos && !o.resume && bert_trainer_init_sinusoidal_positions(t, &err))
         fail("%s", err.text);
     if (o.task == TASK_EMBED) {

@@ -378,8 +378,50 @@ static void test_fit_csv(void)
     CU_ASSERT_EQUAL(bert_fit(t, none, NULL, NULL, NULL, &err), BERT_EINVAL);
     CU_ASSERT(strstr(err.text, "no training examples") != NULL);
     bert_dataset_free(none);
+    /* examples longer than the model's positions (max_position_embeddings
+     * 32): refused before any step, naming the example */
+    bert_dataset_params lp = bert_dataset_default_params();
+    lp.task = BERT_TRAIN_SEQUENCE;
+    lp.max_length = 40;
+    lp.labels = hp.labels;
+    lp.num_labels = hp.num_labels;
+    char longcsv[1200] = "text,label\n";
+    for (int i = 0; i < 60; i++)
+        strcat(longcsv, "good ");
+    strcat(longcsv, ",pos\n");
+    bert_dataset *lng = NULL;
+    CU_ASSERT_EQUAL_FATAL(bert_dataset_load(put("long.csv", longcsv), tok, &lp,
+                                            &lng, &err), BERT_OK);
+    size_t steps0 = bert_trainer_steps(t);
+    CU_ASSERT_EQUAL(bert_fit(t, lng, NULL, NULL, NULL, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "example 1 has 40 tokens") != NULL &&
+              strstr(err.text, "max_position_embeddings 32") != NULL);
+    CU_ASSERT_EQUAL(bert_trainer_steps(t), steps0);
+    bert_dataset_free(lng);
     bert_trainer_free(t);
     bert_dataset_free(tr);
+    /* a dropout probability of 1 would drop every activation */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s", cfg_seq);
+    FILE *f = fopen(bad, "r");
+    char text[1024] = "";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *h = strstr(text, "\"hidden_dropout_prob\": 0.1");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    memcpy(h + strlen("\"hidden_dropout_prob\": "), "1.0", 3);
+    const char *badcfg = put("drop1.json", text);
+    bert_train_params tp = bert_train_default_params();
+    tp.num_labels = 2;
+    bert_trainer *t1 = NULL;
+    CU_ASSERT_EQUAL(bert_trainer_create(NULL, badcfg, &tp, &t1, &err),
+                    BERT_EINVAL);
+    CU_ASSERT(t1 == NULL && strstr(err.text, "hidden dropout probability is 1") != NULL);
+    tp.dropout = 0; /* without dropout it trains */
+    CU_ASSERT_EQUAL(bert_trainer_create(NULL, badcfg, &tp, &t1, &err), BERT_OK);
+    bert_trainer_free(t1);
 }
 
 static void test_fit_conll(void)

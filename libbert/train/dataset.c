@@ -7,6 +7,7 @@
 
 #include "libbert/internal.h"
 #include "libbert/train/dataset.h"
+#include "libbert/train/trainer.h"
 
 bert_dataset_params bert_dataset_default_params(void)
 {
@@ -472,5 +473,24 @@ int bert__check_dataset(const bert_trainer *t, const bert_dataset *d,
         return bert__err(err, BERT_EINVAL,
                          "%s: the dataset has %zu labels, the trainer %zu",
                          what, d->n_labels, c->num_labels);
+    /* every example fits the model: its positions (RoBERTa's start after
+     * padding_idx) and its vocabulary (a larger tokenizer's ids would
+     * index past the word embeddings) */
+    for (size_t i = 0; i < d->n; i++) {
+        const bert__example *e = &d->ex[i];
+        if ((size_t)e->n + t->pos_off > t->P)
+            return bert__err(err, BERT_EINVAL,
+                             "%s: example %zu has %d tokens, more than the "
+                             "%zu that max_position_embeddings %zu allows "
+                             "(a shorter max_length)", what, i + 1, (int)e->n,
+                             t->P - t->pos_off, t->P);
+        for (int32_t k = 0; k < e->n; k++)
+            if (e->ids[k] < 0 || (size_t)e->ids[k] >= t->V)
+                return bert__err(err, BERT_EINVAL,
+                                 "%s: example %zu has token id %d; the model's "
+                                 "vocabulary has %zu (is the tokenizer the "
+                                 "model's?)", what, i + 1, (int)e->ids[k],
+                                 t->V);
+    }
     return BERT_OK;
 }

@@ -289,6 +289,12 @@ int bert_fit(bert_trainer *t, const bert_dataset *train,
         return rc;
     if (train->n == 0)
         return bert__err(err, BERT_EINVAL, "bert_fit: no training examples");
+    if (r.p.tokenizer && bert_tokenizer_vocab_size(r.p.tokenizer) >
+                             bert_trainer_config(t)->vocab_size)
+        return bert__err(err, BERT_EINVAL,
+                         "bert_fit: the vocabulary has %zu tokens, the model "
+                         "%zu", bert_tokenizer_vocab_size(r.p.tokenizer),
+                         bert_trainer_config(t)->vocab_size);
     r.t = t;
     r.tr = train;
     r.dev = dev;

@@ -377,6 +377,19 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         t->cfg.aggregation = -1;
     else if (t->cfg.aggregation < 0)
         t->cfg.aggregation = BERT_AGG_FIRST;
+    /* p = 1 would drop every activation (and scale the rest by 1/0) */
+    const float pr[3] = {c->hidden_dropout, c->attention_dropout,
+                         t->head_dropout};
+    static const char *const nm[3] = {"hidden", "attention", "classifier"};
+    for (int i = 0; i < 3 && t->p.dropout; i++)
+        if (!(pr[i] < 1)) {
+            rc = bert__err(err, BERT_EINVAL,
+                           "%s: the %s dropout probability is %g: it would "
+                           "drop every activation (use < 1, or train "
+                           "without dropout)", path, nm[i], (double)pr[i]);
+            bert_trainer_free(t);
+            return rc;
+        }
     fill_sizes(t);
     size_t n = t->nparams;
     t->params = malloc(n * sizeof(float));
