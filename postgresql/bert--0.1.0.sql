@@ -31,7 +31,7 @@ AS 'MODULE_PATHNAME', 'bert_classify_batch_sql'
 LANGUAGE C STRICT STABLE PARALLEL SAFE COST 10000 ROWS 1000;
 
 CREATE FUNCTION bert_tag(model text, input text,
-                         aggregation text DEFAULT 'simple')
+                         aggregation text DEFAULT 'default')
 RETURNS SETOF bert_entity
 AS 'MODULE_PATHNAME', 'bert_tag_sql'
 LANGUAGE C STRICT STABLE PARALLEL SAFE COST 10000 ROWS 4;

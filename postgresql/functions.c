@@ -307,7 +307,7 @@ PG_FUNCTION_INFO_V1(bert_tag_sql);
 Datum bert_tag_sql(PG_FUNCTION_ARGS)
 {
     static const char *const aggs[] = {"none", "simple", "first", "average",
-                                       "max"};
+                                       "max", "default"};
     const char *fn = "bert_tag";
     bert_pg_model *pm =
         bert_pg_model_get(PG_GETARG_TEXT_PP(0), BERT_TASK_TOKEN, fn);
@@ -316,14 +316,20 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
     char *agg = text_to_cstring(PG_GETARG_TEXT_PP(2));
     bert_tag_params params = bert_tag_default_params();
     int k = 0;
-    while (k < 5 && pg_strcasecmp(agg, aggs[k]) != 0)
+    while (k < 6 && pg_strcasecmp(agg, aggs[k]) != 0)
         k++;
-    if (k == 5)
+    if (k == 6)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                  errmsg("%s: unknown aggregation \"%s\"", fn, agg),
                  errhint("Use none, simple, first, average or max (Hugging "
-                         "Face's aggregation_strategy).")));
+                         "Face's aggregation_strategy), or default (the "
+                         "model's, else first).")));
+    /* default: as bert-tag, what the model's config.json records, else
+     * first (whole words) */
+    if (k == 5)
+        k = bert_model_aggregation(pm->m) >= 0 ? bert_model_aggregation(pm->m)
+                                               : BERT_AGG_FIRST;
     params.aggregation = (bert_aggregation)k;
 
     bert_error err;

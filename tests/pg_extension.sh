@@ -105,7 +105,8 @@ for f in bert-seq-uncased distilbert-seq-uncased bert-seq-multilingual; do
 done
 chown -R "$pg_user" "$tmp/models"
 for m in $models; do
-    "$CLS" --model "$tmp/models/$m" --column text --pair-column pair \
+    # bert_classify truncates long texts, as bert-classify --truncate does
+    "$CLS" --model "$tmp/models/$m" --column text --pair-column pair --truncate \
         "$tmp/awkward.csv" > "$tmp/cli-$m.csv" 2>"$tmp/cli-$m.err" ||
         { cat "$tmp/cli-$m.err"; die "bert-classify $m"; }
     pg_sql main <<SQL || die "loading bert-classify's output ($m)"
@@ -180,7 +181,7 @@ CREATE TABLE sst (id int PRIMARY KEY, text text);
 \copy sst FROM '$tmp/sst.csv' CSV HEADER
 ANALYZE sst;
 SQL
-    "$CLS" --column text "$tmp/sst.csv" > "$tmp/cli-sst.csv" 2>/dev/null ||
+    "$CLS" --truncate --column text "$tmp/sst.csv" > "$tmp/cli-sst.csv" 2>/dev/null ||
         die "bert-classify sst"
     pg_sql main <<SQL || die "serial and parallel runs"
 CREATE TEMP TABLE c (id int, text text, label text, score float8, error text);
@@ -248,6 +249,10 @@ v=$(PGCLIENTENCODING=UTF8 pg_sql main -d latin1 -At -c "CREATE EXTENSION bert;
 w=$(PGCLIENTENCODING=UTF8 q "SELECT true, (SELECT string_agg(word || ':' || start_pos || '-' || end_pos, ' ')
             FROM bert_tag('ner', 'José Müller visited Zürich.'))")
 [ "$v" = "$w" ] || die "LATIN1 database: '$v', UTF-8 database: '$w'"
+# bert_tag's default aggregation: the model's (the bundled NER records first)
+d=$(q "SELECT string_agg(entity_group || ':' || word, ' ') FROM bert_tag('ner', 'Tim Cook visited Cupertino.')")
+f=$(q "SELECT string_agg(entity_group || ':' || word, ' ') FROM bert_tag('ner', 'Tim Cook visited Cupertino.', 'first')")
+[ -n "$d" ] && [ "$d" = "$f" ] || die "bert_tag's default aggregation: '$d', first: '$f'"
 
 # ---- 2. bert_tag ------------------------------------------------------------
 
