@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "libbert/internal.h"
 #include "libbert/kernels.h"
 #include "libbert/model.h"
 
@@ -86,20 +87,9 @@ void bert_apply_function(const bert_model *m, bert_function f,
     if (f == BERT_FUNC_DEFAULT)
         f = bert_model_function(m);
     switch (f) {
-    case BERT_FUNC_SOFTMAX: {
-        float mx = logits[0];
-        for (size_t i = 1; i < C; i++)
-            if (logits[i] > mx)
-                mx = logits[i];
-        double sum = 0;
-        for (size_t i = 0; i < C; i++) {
-            scores[i] = expf(logits[i] - mx);
-            sum += scores[i];
-        }
-        for (size_t i = 0; i < C; i++)
-            scores[i] = (float)(scores[i] / sum);
+    case BERT_FUNC_SOFTMAX:
+        bert__softmax_scores(scores, logits, C, 0);
         break;
-    }
     case BERT_FUNC_SIGMOID:
         for (size_t i = 0; i < C; i++)
             scores[i] = 1.0f / (1.0f + expf(-logits[i]));

@@ -6,6 +6,7 @@
 #ifndef LIBBERT_INTERNAL_H
 #define LIBBERT_INTERNAL_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,25 @@ static inline size_t bert__argmax(const float *v, size_t n)
         if (v[i] > v[best])
             best = i;
     return best;
+}
+
+/* y = softmax(x) over n >= 1 values as the Hugging Face pipelines compute
+ * it: exp(x - max) in float, summed in double; the sum divides in double
+ * (the text-classification pipeline's scores) or, with float_div, in
+ * float (numpy float32, as the token-classification pipeline's).  y may
+ * be x. */
+static inline void bert__softmax_scores(float *y, const float *x, size_t n,
+                                        int float_div)
+{
+    float mx = x[bert__argmax(x, n)];
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = expf(x[i] - mx);
+        sum += y[i];
+    }
+    float fs = (float)sum;
+    for (size_t i = 0; i < n; i++)
+        y[i] = float_div ? y[i] / fs : (float)(y[i] / sum);
 }
 
 /* Makes the array *pp (of *cap elements of el bytes) hold at least `need`

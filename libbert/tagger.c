@@ -581,22 +581,8 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
     if (bert__grow(&P->probs, &P->probs_cap, n * C + 1, sizeof(float)) ||
         bert__grow(&P->avg, &P->avg_cap, C, sizeof(float)))
         return bert__err(err, BERT_ENOMEM, "out of memory");
-    for (size_t t = 0; t < n; t++) {
-        const float *x = in->logits + t * C;
-        float *y = P->probs + t * C;
-        float mx = x[0];
-        for (size_t c = 1; c < C; c++)
-            if (x[c] > mx)
-                mx = x[c];
-        double sum = 0.0;
-        for (size_t c = 0; c < C; c++) {
-            y[c] = expf(x[c] - mx);
-            sum += y[c];
-        }
-        float fs = (float)sum;
-        for (size_t c = 0; c < C; c++)
-            y[c] = y[c] / fs;
-    }
+    for (size_t t = 0; t < n; t++)
+        bert__softmax_scores(P->probs + t * C, in->logits + t * C, C, 1);
 
     P->byte_level = in->byte_level != 0;
 
