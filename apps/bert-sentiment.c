@@ -65,11 +65,13 @@ static int classify(void *arg, const char *text, size_t len,
             rc = res.status;
             err = res.error;
         }
-        if (rc)
+        if (rc) {
             msg = err.text;
-        label = res.label;
-        c->n_windowed += rc == BERT_OK && res.n_windows > 1;
-        c->n_truncated += rc == BERT_OK && res.n_overflow > 0;
+        } else {
+            label = res.label;
+            c->n_windowed += res.n_windows > 1;
+            c->n_truncated += res.n_overflow > 0;
+        }
     } else if (v != len) {
         snprintf(buf, sizeof buf, "invalid UTF-8 at byte %zu", v);
         msg = buf;
