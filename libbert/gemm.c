@@ -82,7 +82,7 @@ bert_kernels bert__kernels_best(void)
 {
     unsigned f = bert__cpu_features();
 #if BERT_HAVE_X86_KERNELS
-    if (bert__kernels_supported(BERT_KERNELS_AMX, NULL, 0))
+    if ((f & BERT_CPU_AMX_TIER) == BERT_CPU_AMX_TIER)
         return BERT_KERNELS_AMX;
     if (f & BERT_CPU_AVX512)
         return BERT_KERNELS_AVX512;
