@@ -29,13 +29,15 @@ typedef struct {
 
 typedef struct {
     tspec *t;
-    size_t n;
+    size_t n, cap;
 } list;
 
 /* One tensor of the architecture table: LayerNorm weights 1, biases 0. */
 static int add(void *ctx, const bert_arch_tensor *x)
 {
     list *l = ctx;
+    if (l->n == l->cap)
+        return -1;
     tspec *t = &l->t[l->n++];
     int ln = x->role == BERT_R_LNE || x->role == BERT_R_LN1 ||
              x->role == BERT_R_LN2;
@@ -145,11 +147,12 @@ int main(int argc, char **argv)
     }
 
     /* Tensor list, in HF order: the names of libbert's architecture table. */
-    list tl = {calloc(16 * L + 16, sizeof(tspec)), 0};
+    list tl = {calloc(16 * L + 16, sizeof(tspec)), 0, 16 * L + 16};
     bert_arch_shape dims = {V, P, 2, H, H, I, L, C, 1, 0, 0};
     if (!tl.t || bert__arch_tensors(bert__arch_of(BERT_FAMILY_BERT), &dims,
                                     add, &tl)) {
-        fprintf(stderr, "bert-mkmodel: out of memory\n");
+        fprintf(stderr, "bert-mkmodel: out of memory or a table past its "
+                        "count\n");
         return 2;
     }
     tspec *t = tl.t;

@@ -53,6 +53,8 @@ static const float **dst_of(bert_weights *w, const bert_arch_tensor *t)
 static int add(void *ctx, const bert_arch_tensor *t)
 {
     slots *S = ctx;
+    if (S->n == S->cap) /* the table grew past the count below */
+        return -1;
     slot *s = &S->a[S->n++];
     size_t np = strlen(S->strip);
     const char *name = t->name;
@@ -122,7 +124,11 @@ int bert__weights_bind(const bert_cfg *cfg, const bert_st_file *st,
             ? (c->task == BERT_TASK_BASE ? 2 : 1)
             : 0,
         c->task == BERT_TASK_SEQUENCE && (distil || roberta || electra), 0};
-    bert__arch_tensors(A, &shape, add, &S);
+    if (bert__arch_tensors(A, &shape, add, &S)) {
+        rc = bert__err(err, BERT_EINVAL, "%s: more tensors than slots (%zu)",
+                       label, S.cap);
+        goto out;
+    }
 
     /* Pass 1: find, check dtype and shape, count what needs converting. */
     size_t nconv = 0;
