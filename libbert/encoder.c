@@ -1,4 +1,5 @@
-/* encoder.c - embeddings and the post-norm encoder layers on a packed batch.
+/* encoder.c - the encoder's forward pass: embeddings and the post-norm
+ * layers on a packed batch, for inference and, extended, for training.
  *
  * A packed batch is the concatenation of the sequences' tokens (T rows, no
  * padding).  Every Linear runs once over all T rows; attention runs per
@@ -6,6 +7,11 @@
  * the result equals running each sequence alone (HF's additive padding mask
  * gives padded keys exactly zero weight, so this also equals HF's padded
  * batch on the real tokens).
+ *
+ * Training (libbert/train/trainer.c) runs this same forward with a
+ * bert__keep (model.h): dropout, and every activation the backward pass
+ * reads kept in the trainer's buffers instead of overwritten.  Inference
+ * passes NULL and works in place in the session's arena.
  *
  * Dimension letters: T tokens, H hidden, NH heads, hs = H/NH, I intermediate.
  */
@@ -17,6 +23,7 @@
 
 #include "libbert/kernels.h"
 #include "libbert/model.h"
+#include "libbert/train/ops.h"
 
 /* Element-wise work runs on the session's threads with OpenMP, between
  * BLIS calls (never inside one), so the two never compete for cores.
@@ -69,27 +76,46 @@ static void linear_n(const bert_gemm_ctx *g, size_t n, float *const *y,
     bert__gemm_wn(g, -1, T, x, W[0]->k, n, W, 1.0f, y, W[0]->n);
 }
 
+/* In place on n values of (seed, stream): dropout with probability p,
+ * element i's mask bert__t_keep(seed, stream, base + i, p), the one the
+ * backward pass regenerates. */
+static void dropout(float *x, size_t n, float p, const bert__keep *kp,
+                    uint64_t stream, size_t base)
+{
+    if (p <= 0.0f)
+        return;
+    float sc = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        x[i] = bert__t_keep(kp->seed, stream, base + i, p) ? x[i] * sc : 0.0f;
+}
+
 /* x (T,E) = LayerNorm(word[id] + type[tt] + pos[p]) per sequence
  * (BertEmbeddings / DistilBERT Embeddings / RobertaEmbeddings /
  * ElectraEmbeddings; E = H except for ELECTRA).  p = t, except for RoBERTa:
  * create_position_ids_from_input_ids, p = pad + (number of non-pad ids up
- * to t) and pad for a pad id, from the ids, not from a mask. */
-static void embeddings_forward(const bert_model *m, float *x,
-                               const bert_input *in, size_t batch, int nt)
+ * to t) and pad for a pad id, from the ids, not from a mask.  Training
+ * keeps the sum, the positions and the norm's statistics, and applies
+ * dropout. */
+static void embeddings_forward(const bert__enc *e, float *x,
+                               const bert_input *in, size_t batch,
+                               const bert__keep *kp)
 {
-    const bert_config *c = &m->cfg.pub;
-    const bert_weights *w = &m->w;
+    const bert_config *c = &e->cfg->pub;
+    const bert_weights *w = e->w;
     size_t H = c->embedding_size;
     int roberta = c->family == BERT_FAMILY_ROBERTA;
-    int32_t pad = m->cfg.pad_token_id;
-    float *row = x;
+    int32_t pad = e->cfg->pad_token_id;
+    float *sum = kp ? kp->emb : x, *row = sum;
+    size_t r = 0;
     for (size_t b = 0; b < batch; b++) {
         size_t seen = 0; /* non-pad ids so far (RoBERTa) */
-        for (size_t t = 0; t < in[b].n; t++, row += H) {
+        for (size_t t = 0; t < in[b].n; t++, row += H, r++) {
             const float *we = w->word_emb + (size_t)in[b].ids[t] * H;
             size_t p = t;
             if (roberta)
                 p = in[b].ids[t] == pad ? (size_t)pad : (size_t)pad + ++seen;
+            if (kp)
+                kp->pos[r] = (int32_t)p;
             const float *pe = w->pos_emb + p * H;
             if (w->type_emb) {
                 size_t tt = in[b].type_ids ? (size_t)in[b].type_ids[t] : 0;
@@ -102,7 +128,15 @@ static void embeddings_forward(const bert_model *m, float *x,
             }
         }
     }
-    size_t T = (size_t)(row - x) / H;
+    size_t T = r;
+    int nt = e->n_threads;
+    if (kp) {
+        bert__t_layernorm_forward(x, kp->emean, kp->erstd, sum, w->emb_ln_w,
+                                  w->emb_ln_b, T, H, c->layer_norm_eps, nt);
+        dropout(x, T * H, kp->p_hidden, kp,
+                bert__t_stream(kp->micro, 0, BERT_T_SITE_EMB), 0);
+        return;
+    }
     PAR_ROWS(nt, T)
     {
         size_t t0, t1;
@@ -112,62 +146,86 @@ static void embeddings_forward(const bert_model *m, float *x,
     }
 }
 
-/* ELECTRA's embeddings_project: x (T,H) = e (T,E) Wp^T + bp. */
-static void embeddings_project(bert_session *s, const float *e, size_t T)
+/* ELECTRA's embeddings_project: x (T,H) = xe (T,E) Wp^T + bp. */
+static void embeddings_project(const bert__enc *e, float *x, const float *xe,
+                               size_t T)
 {
-    const bert_config *c = &s->m->cfg.pub;
-    const bert_weights *w = &s->m->w;
-    bert__bias_fill(s->x, w->emb_proj_b, T, c->hidden);
-    bert__sgemm(s->gemm, T, c->hidden, c->embedding_size, 1.0f, e,
+    const bert_config *c = &e->cfg->pub;
+    const bert_weights *w = e->w;
+    bert__bias_fill(x, w->emb_proj_b, T, c->hidden);
+    bert__sgemm(e->gemm, T, c->hidden, c->embedding_size, 1.0f, xe,
                 (ptrdiff_t)c->embedding_size, 1, w->emb_proj_w, 1,
-                (ptrdiff_t)c->embedding_size, 1.0f, s->x, (ptrdiff_t)c->hidden,
+                (ptrdiff_t)c->embedding_size, 1.0f, x, (ptrdiff_t)c->hidden,
                 1);
 }
 
-/* One head of one sequence (n keys from row o of s->k, s->v): Ctx_h =
+/* One layer's Q, K, V and attention context (T,H) each, and, when
+ * training, where its probabilities are kept. */
+typedef struct {
+    const float *q, *k, *v;
+    float *ctx;
+    const bert__keep_layer *K; /* NULL at inference */
+    const bert__keep *kp;
+    uint64_t stream;           /* attention dropout's */
+} att_io;
+
+/* One head of one sequence (n keys from row o of a->k, a->v): Ctx_h =
  * softmax(Q_h K_h^T / sqrt(hs)) V_h for nq query rows (rows H apart from
- * Q and Ctx: the sequence's rows of s->q and s->ctx, or its [CLS] row),
+ * Q and Ctx: the sequence's rows of a->q and a->ctx, or its [CLS] row),
  * the scores in S (cap floats), query rows in chunks of cap / n so that
  * each thread's slice of the score buffer suffices (rows are independent,
- * so chunking changes nothing numerically).  The scale is the GEMM's
- * alpha.  One thread, the GEMM's buffers of thread `slot`. */
-static void head_forward(const bert_session *s, int slot, float *S,
-                         size_t cap, const float *Q0, float *Ctx0, size_t nq,
-                         size_t o, size_t n, size_t h)
+ * so chunking changes nothing numerically).  Training passes the kept
+ * probability block as S (cap = n * n, one chunk) and drops out into D,
+ * element i of the block being element base + i of the layer's masks.
+ * The scale is the GEMM's alpha.  One thread, the GEMM's buffers of thread
+ * `slot`. */
+static void head_forward(const bert__enc *e, const att_io *a, int slot,
+                         float *S, size_t cap, const float *Q0, float *Ctx0,
+                         size_t nq, size_t o, size_t n, size_t h, float *D,
+                         size_t base)
 {
-    const bert_config *c = &s->m->cfg.pub;
+    const bert_config *c = &e->cfg->pub;
     size_t H = c->hidden, hs = H / c->heads;
     float scale = 1.0f / sqrtf((float)hs);
-    const float *K = s->k + o * H + h * hs;
-    const float *V = s->v + o * H + h * hs;
+    const float *K = a->k + o * H + h * hs;
+    const float *V = a->v + o * H + h * hs;
     size_t rc = cap / n;
     for (size_t r0 = 0; r0 < nq; r0 += rc) {
         size_t m = nq - r0 < rc ? nq - r0 : rc;
         const float *Q = Q0 + r0 * H + h * hs; /* (m,hs) rows H apart */
         float *Ctx = Ctx0 + r0 * H + h * hs;
         /* S = scale Q K^T (K^T read with strides (1,H)) */
-        bert__sgemm1(s->gemm, slot, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
+        bert__sgemm1(e->gemm, slot, m, n, hs, scale, Q, (ptrdiff_t)H, 1, K, 1,
                      (ptrdiff_t)H, 0.0f, S, (ptrdiff_t)n, 1);
         bert__softmax_forward(S, m, n, n, 1.0f, NULL);
+        const float *P = S;
+        if (a->K && a->kp->p_att > 0.0f) {
+            memcpy(D, S, m * n * sizeof *D);
+            dropout(D, m * n, a->kp->p_att, a->kp, a->stream, base);
+            P = D;
+        }
         /* Ctx_h = P V_h, written straight into the merged layout */
-        bert__sgemm1(s->gemm, slot, m, hs, n, 1.0f, S, (ptrdiff_t)n, 1, V,
+        bert__sgemm1(e->gemm, slot, m, hs, n, 1.0f, P, (ptrdiff_t)n, 1, V,
                      (ptrdiff_t)H, 1, 0.0f, Ctx, (ptrdiff_t)H, 1);
     }
 }
 
 /* The (sequence, head) pairs of one layer's attention, shared among the
  * n_th threads of the enclosing parallel region (thread id), each with its
- * own slice of s->scores.  With cls, only the [CLS] query of each sequence,
- * from row b of s->q into row b of s->ctx.  An orphaned worksharing loop:
- * call it from every thread of the region; it ends with a barrier. */
-static void attention_tasks(const bert_session *s, const bert_input *in,
-                            size_t batch, int cls, int id, int n_th)
+ * own slice of e->scores (at inference).  With cls, only the [CLS] query
+ * of each sequence, from row b of a->q into row b of a->ctx.  An orphaned
+ * worksharing loop: call it from every thread of the region; it ends with
+ * a barrier. */
+static void attention_tasks(const bert__enc *e, const att_io *a,
+                            const bert_input *in, size_t batch, int cls,
+                            int id, int n_th)
 {
-    size_t H = s->m->cfg.pub.hidden;
-    size_t NH = s->m->cfg.pub.heads, tasks = batch * NH;
-    size_t slice = s->cap_seq * s->cap_seq / (size_t)n_th;
-    float *S = s->scores + (size_t)id * slice;
-    size_t cb = 0, co = 0; /* cursor: sequence cb starts at row co */
+    size_t H = e->cfg->pub.hidden;
+    size_t NH = e->cfg->pub.heads, tasks = batch * NH;
+    size_t slice = e->cap_seq * e->cap_seq / (size_t)n_th;
+    float *S = a->K ? NULL : e->scores + (size_t)id * slice;
+    /* cursor: sequence cb starts at row co and probability block po */
+    size_t cb = 0, co = 0, po = 0;
     /* Dynamic chunks reach each thread in increasing order, so the cursor
      * only moves forward. */
 #ifdef _OPENMP
@@ -175,41 +233,51 @@ static void attention_tasks(const bert_session *s, const bert_input *in,
 #endif
     for (size_t j = 0; j < tasks; j++) {
         size_t b = j / NH, h = j % NH;
-        while (cb < b)
-            co += in[cb++].n;
-        if (cls)
-            head_forward(s, id, S, slice, s->q + b * H, s->ctx + b * H, 1,
-                         co, in[b].n, h);
-        else
-            head_forward(s, id, S, slice, s->q + co * H, s->ctx + co * H,
-                         in[b].n, co, in[b].n, h);
+        while (cb < b) {
+            co += in[cb].n;
+            po += NH * in[cb].n * in[cb].n;
+            cb++;
+        }
+        size_t n = in[b].n;
+        if (a->K) {
+            size_t at = po + h * n * n;
+            head_forward(e, a, id, a->K->probs + at, n * n, a->q + co * H,
+                         a->ctx + co * H, n, co, n, h, a->K->dropped + at,
+                         at);
+        } else if (cls) {
+            head_forward(e, a, id, S, slice, a->q + b * H, a->ctx + b * H, 1,
+                         co, n, h, NULL, 0);
+        } else {
+            head_forward(e, a, id, S, slice, a->q + co * H, a->ctx + co * H,
+                         n, co, n, h, NULL, 0);
+        }
     }
 }
 
 /* Threads usable for attention: every score slice must hold at least one
  * row of the longest sequence (cap_seq^2 / nt >= cap_seq). */
-static int attention_threads(const bert_session *s, size_t batch)
+static int attention_threads(const bert__enc *e, size_t batch)
 {
-    int nt = s->n_threads;
-    if ((size_t)nt > s->cap_seq)
-        nt = (int)s->cap_seq;
-    if ((size_t)nt > batch * s->m->cfg.pub.heads)
-        nt = (int)(batch * s->m->cfg.pub.heads);
-    return nt;
+    int nt = e->n_threads;
+    if ((size_t)nt > e->cap_seq)
+        nt = (int)e->cap_seq;
+    if ((size_t)nt > batch * e->cfg->pub.heads)
+        nt = (int)(batch * e->cfg->pub.heads);
+    return nt < 1 ? 1 : nt;
 }
 
-/* Multi-head self-attention of one layer: s->ctx (T,H) from s->q/k/v.  The
+/* Multi-head self-attention of one layer: a->ctx (T,H) from a->q/k/v.  The
  * (sequence, head) pairs are spread over the session's threads, each with
  * single-threaded GEMMs: these products are too small for BLIS to split
  * well. */
-static void attention_forward(bert_session *s, const bert_input *in,
-                              size_t batch, int cls)
+static void attention_forward(const bert__enc *e, const att_io *a,
+                              const bert_input *in, size_t batch, int cls)
 {
-    int nt = attention_threads(s, batch);
+    int nt = attention_threads(e, batch);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
-    attention_tasks(s, in, batch, cls, THREAD_ID(), THREAD_COUNT());
+    attention_tasks(e, a, in, batch, cls, THREAD_ID(), THREAD_COUNT());
 }
 
 /* The layers with the tokens split by rows among the threads: every dense
@@ -217,15 +285,15 @@ static void attention_forward(bert_session *s, const bert_input *in,
  * single-threaded GEMMs, so a layer has two barriers (after Q/K/V, after
  * attention) instead of BLIS's many.  Results equal the one-thread ones:
  * each row is computed the same way.  Used for larger batches, and robust
- * when other processes compete for the cores. */
-static void layers_rowsplit(bert_session *s, const bert_input *in,
+ * when other processes compete for the cores.  Inference only. */
+static void layers_rowsplit(const bert__enc *e, const bert_input *in,
                             size_t batch, size_t T, size_t n_layers, int nt)
 {
-    const bert_model *m = s->m;
-    const bert_config *c = &m->cfg.pub;
+    const bert_config *c = &e->cfg->pub;
     size_t H = c->hidden, I = c->intermediate;
     float eps = c->layer_norm_eps;
-    const bert_gemm_ctx *g = s->gemm;
+    const bert_gemm_ctx *g = e->gemm;
+    att_io a = {e->q, e->k, e->v, e->ctx, NULL, NULL, 0};
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
 #endif
@@ -234,21 +302,21 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
         size_t t0, t1;
         row_range(T, id, n_th, &t0, &t1);
         size_t R = t1 - t0;
-        float *x = s->x + t0 * H, *tmp = s->tmp + t0 * H;
-        float *inter = s->inter + t0 * I, *ctx = s->ctx + t0 * H;
+        float *x = e->x + t0 * H, *tmp = e->tmp + t0 * H;
+        float *inter = e->inter + t0 * I, *ctx = e->ctx + t0 * H;
         for (size_t l = 0; l < n_layers; l++) {
-            const bert_layer_w *w = &m->w.layers[l];
-            const bert_layer_mats *mw = &m->mats.layers[l];
+            const bert_layer_w *w = &e->w->layers[l];
+            const bert_layer_mats *mw = &e->mats[l];
             const bert_wmat *Ws[3] = {&mw->q, &mw->k, &mw->v};
             const float *bs[3] = {w->q_b, w->k_b, w->v_b};
-            float *outs[3] = {s->q + t0 * H, s->k + t0 * H, s->v + t0 * H};
+            float *outs[3] = {e->q + t0 * H, e->k + t0 * H, e->v + t0 * H};
             for (int j = 0; j < 3; j++)
                 bert__bias_fill(outs[j], bs[j], R, H);
             bert__gemm_wn(g, id, R, x, H, 3, Ws, 1.0f, outs, H);
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
-            attention_tasks(s, in, batch, 0, id, n_th); /* ends with a barrier */
+            attention_tasks(e, &a, in, batch, 0, id, n_th); /* ends with a barrier */
             bert__gemm_w(g, id, R, ctx, H, &mw->o, 0.0f, tmp, H);
             bert__bias_add_layernorm_forward(x, tmp, w->o_b, w->ln1_w,
                                              w->ln1_b, R, H, eps);
@@ -274,109 +342,166 @@ static void layers_rowsplit(bert_session *s, const bert_input *in,
  * 8-row kernel tile, 64 rows a thread waste nothing. */
 #define ROWSPLIT_MIN_ROWS 64
 
-/* x = LayerNorm(x + (y + b)) on R rows (H wide), split by rows among the
- * session's threads between BLIS calls. */
-static void add_layernorm(const bert_session *s, float *x, const float *y,
-                          const float *b, const float *gamma,
-                          const float *beta, size_t R)
+/* out = LayerNorm(res + dropout(y + b)) on R rows (H wide): the post-norm
+ * residual.  Inference: in place (out == res), no dropout, split by rows
+ * among the threads between BLIS calls.  Training keeps the sum in r and
+ * the norm's statistics in mean and rstd, and drops out with p. */
+static void residual_norm(const bert__enc *e, float *out, const float *res,
+                          float *y, const float *b, const float *gamma,
+                          const float *beta, size_t R, float *r, float *mean,
+                          float *rstd, const bert__keep *kp, float p,
+                          uint64_t stream)
 {
-    const bert_config *c = &s->m->cfg.pub;
+    const bert_config *c = &e->cfg->pub;
     size_t H = c->hidden;
-    int nt = s->n_threads;
+    int nt = e->n_threads;
+    if (r) {
+        for (size_t t = 0; t < R; t++)
+            for (size_t i = 0; i < H; i++)
+                y[t * H + i] += b[i];
+        dropout(y, R * H, p, kp, stream, 0);
+        for (size_t i = 0; i < R * H; i++)
+            r[i] = res[i] + y[i];
+        bert__t_layernorm_forward(out, mean, rstd, r, gamma, beta, R, H,
+                                  c->layer_norm_eps, nt);
+        return;
+    }
     PAR_ROWS(nt, R)
     {
         size_t t0, t1;
         row_range(R, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-        bert__bias_add_layernorm_forward(x + t0 * H, y + t0 * H, b, gamma,
+        bert__bias_add_layernorm_forward(out + t0 * H, y + t0 * H, b, gamma,
                                          beta, t1 - t0, H, c->layer_norm_eps);
     }
 }
 
-/* One layer on all T rows, dense products threaded by BLIS, element-wise
- * passes split by rows between them. */
-static void layer_forward(bert_session *s, const bert_input *in, size_t batch,
-                          size_t T, const bert_layer_w *w,
-                          const bert_layer_mats *mw)
+/* inter (R,I) = act(inter + b), the feed-forward epilogue, split by rows;
+ * training keeps inter + b in pre. */
+static void activation(const bert__enc *e, float *inter, const float *b,
+                       size_t R, float *pre)
 {
-    const bert_config *c = &s->m->cfg.pub;
+    const bert_config *c = &e->cfg->pub;
     size_t I = c->intermediate;
-    int nt = s->n_threads;
-    const bert_wmat *qkv[3] = {&mw->q, &mw->k, &mw->v};
-    const float *bs[3] = {w->q_b, w->k_b, w->v_b};
-    float *outs[3] = {s->q, s->k, s->v};
-    linear_n(s->gemm, 3, outs, s->x, qkv, bs, T);
-    attention_forward(s, in, batch, 0);
-    /* x = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
-    matmul(s->gemm, s->tmp, s->ctx, &mw->o, T);
-    add_layernorm(s, s->x, s->tmp, w->o_b, w->ln1_w, w->ln1_b, T);
-    /* inter = act(x W1^T + b1), bias fused with the activation */
-    matmul(s->gemm, s->inter, s->x, &mw->f1, T);
-    PAR_ROWS(nt, T)
+    int nt = e->n_threads;
+    if (pre)
+        for (size_t t = 0; t < R; t++)
+            for (size_t i = 0; i < I; i++)
+                pre[t * I + i] = inter[t * I + i] + b[i];
+    PAR_ROWS(nt, R)
     {
         size_t t0, t1;
-        row_range(T, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
-        bert__bias_act_forward(s->inter + t0 * I, w->f1_b, t1 - t0, I,
-                               c->act);
+        row_range(R, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        bert__bias_act_forward(inter + t0 * I, b, t1 - t0, I, c->act);
     }
-    /* x = LayerNorm(x + (inter W2^T + b2)) */
-    matmul(s->gemm, s->tmp, s->inter, &mw->f2, T);
-    add_layernorm(s, s->x, s->tmp, w->f2_b, w->ln2_w, w->ln2_b, T);
+}
+
+/* Layer l on all T rows, dense products threaded by the product layer,
+ * element-wise passes split by rows between them.  Inference works in
+ * place in e's buffers (x in and out); training (kp) reads the previous
+ * layer's kept output and keeps its own activations. */
+static void layer_forward(const bert__enc *e, const bert_input *in,
+                          size_t batch, size_t T, size_t l,
+                          const bert__keep *kp)
+{
+    const bert_layer_w *w = &e->w->layers[l];
+    const bert_layer_mats *mw = &e->mats[l];
+    const bert__keep_layer *K = kp ? &kp->layers[l] : NULL;
+    const float *x = K ? (l ? kp->layers[l - 1].x2 : kp->x0) : e->x;
+    float *q = K ? K->q : e->q, *k = K ? K->k : e->k, *v = K ? K->v : e->v;
+    float *x1 = K ? K->x1 : e->x, *x2 = K ? K->x2 : e->x;
+    float *inter = K ? K->fca : e->inter;
+    float p_ao = kp ? kp->p_ao : 0.0f, p_h = kp ? kp->p_hidden : 0.0f;
+    uint64_t mi = kp ? kp->micro : 0;
+    const bert_wmat *qkv[3] = {&mw->q, &mw->k, &mw->v};
+    const float *bs[3] = {w->q_b, w->k_b, w->v_b};
+    float *outs[3] = {q, k, v};
+    linear_n(e->gemm, 3, outs, x, qkv, bs, T);
+    att_io a = {q, k, v, K ? K->ctx : e->ctx, K, kp,
+                bert__t_stream(mi, l, BERT_T_SITE_ATT)};
+    attention_forward(e, &a, in, batch, 0);
+    /* x1 = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
+    matmul(e->gemm, e->tmp, a.ctx, &mw->o, T);
+    residual_norm(e, x1, x, e->tmp, w->o_b, w->ln1_w, w->ln1_b, T,
+                  K ? K->r1 : NULL, K ? K->mean1 : NULL, K ? K->rstd1 : NULL,
+                  kp, p_ao, bert__t_stream(mi, l, BERT_T_SITE_AO));
+    /* inter = act(x1 W1^T + b1), bias fused with the activation */
+    matmul(e->gemm, inter, x1, &mw->f1, T);
+    activation(e, inter, w->f1_b, T, K ? K->fch : NULL);
+    /* x2 = LayerNorm(x1 + (inter W2^T + b2)) */
+    matmul(e->gemm, e->tmp, inter, &mw->f2, T);
+    residual_norm(e, x2, x1, e->tmp, w->f2_b, w->ln2_w, w->ln2_b, T,
+                  K ? K->r2 : NULL, K ? K->mean2 : NULL, K ? K->rstd2 : NULL,
+                  kp, p_h, bert__t_stream(mi, l, BERT_T_SITE_FFN));
 }
 
 /* The last layer when only the [CLS] rows are read: keys and values for
  * all T rows (every query attends to them), everything else for the B
  * [CLS] rows, gathered into row b of the buffers (B <= T rows fit) and
- * written back to the sequences' first rows of s->x.  Each [CLS] row goes
+ * written back to the sequences' first rows of e->x.  Each [CLS] row goes
  * through the same operations as in layer_forward; only the products'
- * row counts differ, which may change the last float bits. */
-static void layer_forward_cls(bert_session *s, const bert_input *in,
-                              size_t batch, size_t T, const bert_layer_w *w,
-                              const bert_layer_mats *mw)
+ * row counts differ, which may change the last float bits.  Inference
+ * only. */
+static void layer_forward_cls(const bert__enc *e, const bert_input *in,
+                              size_t batch, size_t T, size_t l)
 {
-    const bert_config *c = &s->m->cfg.pub;
-    size_t H = c->hidden, I = c->intermediate, B = batch;
+    const bert_layer_w *w = &e->w->layers[l];
+    const bert_layer_mats *mw = &e->mats[l];
+    size_t H = e->cfg->pub.hidden, B = batch;
     const bert_wmat *kv[2] = {&mw->k, &mw->v};
     const float *bs[2] = {w->k_b, w->v_b};
-    float *outs[2] = {s->k, s->v};
-    linear_n(s->gemm, 2, outs, s->x, kv, bs, T);
-    float *xc = s->tmp; /* (B,H) the [CLS] rows */
+    float *outs[2] = {e->k, e->v};
+    linear_n(e->gemm, 2, outs, e->x, kv, bs, T);
+    float *xc = e->tmp; /* (B,H) the [CLS] rows */
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
-        memcpy(xc + b * H, s->x + o * H, H * sizeof *xc);
-    linear(s->gemm, s->q, xc, &mw->q, w->q_b, B);
-    attention_forward(s, in, batch, 1); /* s->ctx rows 0..B-1 */
-    float *y = s->q; /* the queries are used up */
-    matmul(s->gemm, y, s->ctx, &mw->o, B);
-    add_layernorm(s, xc, y, w->o_b, w->ln1_w, w->ln1_b, B);
-    matmul(s->gemm, s->inter, xc, &mw->f1, B);
-    bert__bias_act_forward(s->inter, w->f1_b, B, I, c->act);
-    matmul(s->gemm, y, s->inter, &mw->f2, B);
-    add_layernorm(s, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B);
+        memcpy(xc + b * H, e->x + o * H, H * sizeof *xc);
+    linear(e->gemm, e->q, xc, &mw->q, w->q_b, B);
+    att_io a = {e->q, e->k, e->v, e->ctx, NULL, NULL, 0};
+    attention_forward(e, &a, in, batch, 1); /* e->ctx rows 0..B-1 */
+    float *y = e->q; /* the queries are used up */
+    matmul(e->gemm, y, e->ctx, &mw->o, B);
+    residual_norm(e, xc, xc, y, w->o_b, w->ln1_w, w->ln1_b, B, NULL, NULL,
+                  NULL, NULL, 0.0f, 0);
+    matmul(e->gemm, e->inter, xc, &mw->f1, B);
+    activation(e, e->inter, w->f1_b, B, NULL);
+    matmul(e->gemm, y, e->inter, &mw->f2, B);
+    residual_norm(e, xc, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B, NULL, NULL,
+                  NULL, NULL, 0.0f, 0);
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
-        memcpy(s->x + o * H, xc + b * H, H * sizeof *xc);
+        memcpy(e->x + o * H, xc + b * H, H * sizeof *xc);
+}
+
+void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
+                  size_t T, int cls_only, const bert__keep *kp)
+{
+    size_t L = e->cfg->pub.layers;
+    size_t full = cls_only && !kp && L > 0 ? L - 1 : L; /* on all rows */
+    int nt = e->n_threads;
+    float *x = kp ? kp->x0 : e->x;
+    if (e->w->emb_proj_w) {
+        /* E < H: at inference the E-wide embeddings fit in e->tmp (T,H) */
+        float *xe = kp ? kp->x0e : e->tmp;
+        embeddings_forward(e, xe, in, batch, kp);
+        embeddings_project(e, x, xe, T);
+    } else {
+        embeddings_forward(e, x, in, batch, kp);
+    }
+    if (!kp && nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
+        attention_threads(e, batch) == nt)
+        layers_rowsplit(e, in, batch, T, full, nt);
+    else
+        for (size_t l = 0; l < full; l++)
+            layer_forward(e, in, batch, T, l, kp);
+    if (full < L)
+        layer_forward_cls(e, in, batch, T, L - 1);
 }
 
 void bert__encoder_forward(bert_session *s, const bert_input *in,
                            size_t batch, size_t T, int cls_only)
 {
     const bert_model *m = s->m;
-    size_t L = m->cfg.pub.layers;
-    size_t full = cls_only && L > 0 ? L - 1 : L; /* layers on all rows */
-    int nt = s->n_threads;
-    if (m->w.emb_proj_w) {
-        /* E < H: the E-wide embeddings fit in s->tmp (T,H) */
-        embeddings_forward(m, s->tmp, in, batch, nt);
-        embeddings_project(s, s->tmp, T);
-    } else {
-        embeddings_forward(m, s->x, in, batch, nt);
-    }
-    if (nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
-        attention_threads(s, batch) == nt)
-        layers_rowsplit(s, in, batch, T, full, nt);
-    else
-        for (size_t l = 0; l < full; l++)
-            layer_forward(s, in, batch, T, &m->w.layers[l],
-                          &m->mats.layers[l]);
-    if (full < L)
-        layer_forward_cls(s, in, batch, T, &m->w.layers[L - 1],
-                          &m->mats.layers[L - 1]);
+    bert__enc e = {&m->cfg,  &m->w,   m->mats.layers, s->gemm,
+                   s->n_threads, s->x, s->q,  s->k,
+                   s->v,     s->ctx,  s->tmp,         s->inter,
+                   s->scores, s->cap_seq};
+    bert__encode(&e, in, batch, T, cls_only, NULL);
 }

@@ -198,6 +198,65 @@ void bert__batch_free(struct bert__batch *b);
  * arena is kept). */
 int bert__session_reserve(bert_session *s, size_t T, size_t maxn);
 
+/* ---- the encoder's forward pass (encoder.c) --------------------------------
+ * One forward for inference and training: a session runs it over its model
+ * and arena (bert__encoder_forward); the trainer over its parameters, with a
+ * bert__keep that adds dropout and keeps what its backward pass reads. */
+
+/* What a forward reads and where it works: the config, the embeddings' and
+ * layers' weights (biases and norms from w->layers, the products' matrices
+ * from mats), the product context, and the activation buffers as in
+ * bert_session (training uses only tmp; scores holds cap_seq^2 floats). */
+typedef struct bert__enc {
+    const bert_cfg *cfg;
+    const bert_weights *w;
+    const bert_layer_mats *mats;  /* [layers] */
+    const bert_gemm_ctx *gemm;
+    int n_threads;
+    float *x, *q, *k, *v, *ctx, *tmp, *inter, *scores;
+    size_t cap_seq;
+} bert__enc;
+
+/* One layer's activations kept for the backward pass, on the packed rows. */
+typedef struct bert__keep_layer {
+    float *q, *k, *v;       /* (T,H) each */
+    float *probs;           /* attention probabilities before dropout: per
+                               sequence b in order, NH blocks of n_b x n_b,
+                               head by head */
+    float *dropped;         /* the same after dropout (same size; written
+                               only when attention dropout is on) */
+    float *ctx;             /* (T,H) merged heads */
+    float *r1, *mean1, *rstd1, *x1; /* attention block: the residual sum
+                               (T,H) before its LayerNorm, the norm's mean
+                               and 1/std (T), the block's output (T,H) */
+    float *fch, *fca;       /* (T,I) feed-forward before / after act */
+    float *r2, *mean2, *rstd2, *x2; /* output block, as r1..x1 */
+} bert__keep_layer;
+
+/* Training's extension of the forward.  Dropout masks are
+ * bert__t_keep(seed, bert__t_stream(micro, layer, site), element index)
+ * (libbert/train/ops.h), which the backward pass regenerates. */
+typedef struct bert__keep {
+    float *emb, *emean, *erstd; /* (T,E) summed embeddings, their norm's
+                                   statistics (T) */
+    float *x0e;             /* (T,E) the normalised, dropped-out embeddings:
+                               the projection's input (ELECTRA); x0 where
+                               there is no projection */
+    float *x0;              /* (T,H) the first layer's input */
+    int32_t *pos;           /* (T) position ids */
+    bert__keep_layer *layers; /* [layers] */
+    float p_hidden, p_att, p_ao; /* dropout probabilities, 0 = off */
+    uint64_t seed, micro;
+} bert__keep;
+
+/* Embeddings + L layers on the packed batch (T rows of `batch` sequences).
+ * Inference (kp NULL): result in e->x; with cls_only as in
+ * bert__encoder_forward.  Training (kp, cls_only 0): every activation in
+ * kp, the result in kp->layers[L-1].x2.  Inputs are validated by the
+ * caller. */
+void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
+                  size_t T, int cls_only, const bert__keep *kp);
+
 /* Encoder: embeddings + L layers on the packed batch; result in s->x (T,H).
  * With cls_only, only the first row of each sequence is final (the other
  * rows hold the previous layer's states): for callers that read nothing

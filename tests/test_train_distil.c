@@ -152,8 +152,9 @@ static void test_head_dropout(void)
  * dropout; per layer q/k/v -> attention (dropout on the probabilities) ->
  * out_lin (NO dropout, unlike BERT) -> + x -> sa_layer_norm -> lin1 -> act
  * -> lin2 -> dropout -> + -> output_layer_norm; token head dropout(dropout)
- * -> classifier.  Dropout masks are the trainer's: stream (micro << 20 |
- * layer << 4 | site), sites embeddings 0, attention 1, FFN 3, head 4. */
+ * -> classifier, on the packed real tokens.  Dropout masks are the
+ * trainer's: stream (micro << 20 | layer << 4 | site), sites embeddings 0,
+ * attention 1, FFN 3, head 4, over the packed rows. */
 static void test_training_forward_order(void)
 {
     const char *cfg = write_tiny_config("order", "gelu", 0.3f, 0);
@@ -175,42 +176,51 @@ static void test_training_forward_order(void)
     bert_gemm_ctx *rn = bert__gemm_ctx_create(1, BERT_KERNELS_AUTO, NULL, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rn);
     float ph = 0.3f, pa = 0.3f, eps = 1e-12f;
-    static float x[N * H], y[N * H], qkv[N * 3 * H], att[B * NH * T * T],
-        scr[B * NH * T * T], r[N * H], h1[N * I], h2[N * I], m[N], sd[N],
-        want[N * C];
+    /* the real tokens packed: R rows, masks indexed over them */
+    enum { R = 8, NA = NH * (25 + 9) };
+    int32_t pids[R] = {2, 5, 7, 11, 3, 2, 9, 4}, pos[R] = {0, 1, 2, 3, 4,
+                                                           0, 1, 2};
+    static float x[R * H], y[R * H], qkv[R * 3 * H], att[NA], scr[NA],
+        r[R * H], h1[R * I], h2[R * I], m[R], sd[R], want[R * C];
     float **pt = t->pt;
 #define STREAM(L, SITE) ((mi << 20) | ((uint64_t)(L) << 4) | (SITE))
-    bert__t_embed_forward(y, ids, NULL, pt[P_WTE], pt[P_WPE], NULL, B, T, H);
-    bert__t_layernorm_forward(x, m, sd, y, pt[P_LNEW], pt[P_LNEB], N, H, eps, 1);
-    bert__t_dropout(x, N * H, ph, seed, STREAM(0, 0), 1);
+    bert__t_embed_forward(y, pids, NULL, pos, pt[P_WTE], pt[P_WPE], NULL, R,
+                          H);
+    bert__t_layernorm_forward(x, m, sd, y, pt[P_LNEW], pt[P_LNEB], R, H, eps, 1);
+    bert__t_dropout(x, R * H, ph, seed, STREAM(0, 0), 1);
     for (size_t l = 0; l < 2; l++) {
         bert__t_matmul_forward(qkv, x, pt[P_QKVW] + l * 3 * H * H,
-                               pt[P_QKVB] + l * 3 * H, N, H, 3 * H, rn);
-        bert__t_attention_forward(y, att, scr, qkv, lens, B, T, H, NH, pa,
-                                  seed, STREAM(l, 1), 1, rn);
+                               pt[P_QKVB] + l * 3 * H, R, H, 3 * H, rn);
+        bert__t_attention_forward(y, att, scr, qkv, qkv + H, qkv + 2 * H,
+                                  3 * H, lens, B, H, NH, pa, seed,
+                                  STREAM(l, 1), 1, rn);
         bert__t_matmul_forward(r, y, pt[P_AOW] + l * H * H, pt[P_AOB] + l * H,
-                               N, H, H, rn);
-        for (size_t i = 0; i < N * H; i++)
+                               R, H, H, rn);
+        for (size_t i = 0; i < R * H; i++)
             r[i] += x[i];
         bert__t_layernorm_forward(x, m, sd, r, pt[P_LN1W] + l * H,
-                                  pt[P_LN1B] + l * H, N, H, eps, 1);
+                                  pt[P_LN1B] + l * H, R, H, eps, 1);
         bert__t_matmul_forward(h1, x, pt[P_FCW] + l * I * H, pt[P_FCB] + l * I,
-                               N, H, I, rn);
-        bert__t_act_forward(BERT_T_ACT_GELU, h2, h1, N * I, 1);
+                               R, H, I, rn);
+        bert__t_act_forward(BERT_T_ACT_GELU, h2, h1, R * I, 1);
         bert__t_matmul_forward(r, h2, pt[P_FC2W] + l * H * I,
-                               pt[P_FC2B] + l * H, N, I, H, rn);
-        bert__t_dropout(r, N * H, ph, seed, STREAM(l, 3), 1);
-        for (size_t i = 0; i < N * H; i++)
+                               pt[P_FC2B] + l * H, R, I, H, rn);
+        bert__t_dropout(r, R * H, ph, seed, STREAM(l, 3), 1);
+        for (size_t i = 0; i < R * H; i++)
             r[i] += x[i];
         bert__t_layernorm_forward(x, m, sd, r, pt[P_LN2W] + l * H,
-                                  pt[P_LN2B] + l * H, N, H, eps, 1);
+                                  pt[P_LN2B] + l * H, R, H, eps, 1);
     }
-    bert__t_dropout(x, N * H, ph, seed, STREAM(0, 4), 1);
-    bert__t_matmul_forward(want, x, pt[P_CLSW], pt[P_CLSB], N, H, C, rn);
+    bert__t_dropout(x, R * H, ph, seed, STREAM(0, 4), 1);
+    bert__t_matmul_forward(want, x, pt[P_CLSW], pt[P_CLSB], R, H, C, rn);
 #undef STREAM
+    /* got is the batch's padded rows: the real ones, then zeros */
     double worst = 0;
-    for (size_t i = 0; i < N * C; i++)
-        worst = fmax(worst, fabs((double)got[i] - want[i]));
+    for (size_t b = 0, o = 0; b < B; o += lens[b++])
+        for (size_t i = 0; i < T * C; i++) {
+            double w = i < lens[b] * C ? want[o * C + i] : 0.0;
+            worst = fmax(worst, fabs((double)got[b * T * C + i] - w));
+        }
     CU_ASSERT(worst < 1e-5);
     if (worst >= 1e-5)
         printf("\n  training forward differs from the rebuilt one by %.3g\n",

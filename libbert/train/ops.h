@@ -59,35 +59,51 @@ void bert__t_act_forward(int act, float *out, const float *inp, size_t n,
 void bert__t_act_backward(int act, float *dinp, const float *dout,
                           const float *inp, size_t n, int n_threads);
 
-/* Embeddings: out[b*T+t] = wte[ids] + wpe[t] + wtt[types] (types NULL = 0;
- * wtt NULL = no token types). */
+/* Embeddings on N packed rows: out[r] = wte[ids[r]] + wpe[pos[r]] +
+ * wtt[types[r]] (types NULL = 0; wtt NULL = no token types). */
 void bert__t_embed_forward(float *out, const int32_t *ids,
-                           const int32_t *types, const float *wte,
-                           const float *wpe, const float *wtt, size_t B,
-                           size_t T, size_t H);
+                           const int32_t *types, const int32_t *pos,
+                           const float *wte, const float *wpe,
+                           const float *wtt, size_t N, size_t H);
 void bert__t_embed_backward(float *dwte, float *dwpe, float *dwtt,
                             const float *dout, const int32_t *ids,
-                            const int32_t *types, size_t B, size_t T,
-                            size_t H);
+                            const int32_t *types, const int32_t *pos,
+                            size_t N, size_t H);
 
-/* Multi-head self-attention core.  qkv[B*T, 3H] holds Q|K|V per row, heads
- * of size d = H/NH side by side; lens[b] = real length of sequence b (keys
- * at t >= lens[b] are masked out).  att[B,NH,T,T] = softmax probabilities
- * (before dropout); out[B*T,H] = dropout(att) @ V.  Dropout with p on the
- * probabilities when p > 0 (seed/stream select the mask); scratch holds
- * B*NH*T*T floats (unused and may be NULL when p == 0). */
+/* Multi-head self-attention core on packed rows: sequence b has lens[b]
+ * rows, following the previous ones; q, k, v (rows ld apart; heads of size
+ * d = H/NH side by side) and out (rows H apart).  att holds the softmax
+ * probabilities (before dropout) of each sequence's NH blocks of n_b x n_b,
+ * sequence after sequence, head after head, as the encoder keeps them
+ * (bert__keep_layer); out = dropout(att) @ V.  Dropout with p on the
+ * probabilities when p > 0, element i of att masked by bert__t_keep(seed,
+ * stream, i, p); scratch holds as many floats as att (unused and may be
+ * NULL when p == 0).  The trainer's forward is the encoder's; this one is
+ * the reference of the tests. */
 void bert__t_attention_forward(float *out, float *att, float *scratch,
-                               const float *qkv,
-                               const size_t *lens, size_t B, size_t T,
+                               const float *q, const float *k, const float *v,
+                               size_t ld, const size_t *lens, size_t B,
                                size_t H, size_t NH, float p, uint64_t seed,
                                uint64_t stream, int n_threads, void *gemm_ctx);
-/* dqkv += ...; scratch: B*NH*T*T floats */
-void bert__t_attention_backward(float *dqkv, float *scratch,
-                                const float *dout, const float *qkv,
-                                const float *att, const size_t *lens,
-                                size_t B, size_t T, size_t H, size_t NH,
-                                float p, uint64_t seed, uint64_t stream,
-                                int n_threads, void *gemm_ctx);
+/* dq, dk, dv += ... (rows ld apart); scratch: as many floats as att */
+void bert__t_attention_backward(float *dq, float *dk, float *dv,
+                                float *scratch, const float *dout,
+                                const float *q, const float *k, const float *v,
+                                size_t ld, const float *att,
+                                const size_t *lens, size_t B, size_t H,
+                                size_t NH, float p, uint64_t seed,
+                                uint64_t stream, int n_threads,
+                                void *gemm_ctx);
+
+/* The dropout stream of a site of a layer in accumulate call `micro`: the
+ * forward (encoder.c) and the backward pass (trainer.c) derive their masks
+ * from it. */
+enum { BERT_T_SITE_EMB = 0, BERT_T_SITE_ATT, BERT_T_SITE_AO, BERT_T_SITE_FFN,
+       BERT_T_SITE_HEAD, BERT_T_SITE_HEAD_IN };
+static inline uint64_t bert__t_stream(uint64_t micro, size_t layer, int site)
+{
+    return (micro << 20) | ((uint64_t)layer << 4) | (uint64_t)site;
+}
 
 /* In-place dropout: x[i] = keep ? x[i]/(1-p) : 0.  Backward is the same
  * operation applied to the gradient (same seed/stream). */
@@ -132,23 +148,27 @@ void bert__td_act_forward(int act, double *out, const double *inp, size_t n,
 void bert__td_act_backward(int act, double *dinp, const double *dout,
                            const double *inp, size_t n, int n_threads);
 void bert__td_embed_forward(double *out, const int32_t *ids,
-                            const int32_t *types, const double *wte,
-                            const double *wpe, const double *wtt, size_t B,
-                            size_t T, size_t H);
+                            const int32_t *types, const int32_t *pos,
+                            const double *wte, const double *wpe,
+                            const double *wtt, size_t N, size_t H);
 void bert__td_embed_backward(double *dwte, double *dwpe, double *dwtt,
                              const double *dout, const int32_t *ids,
-                             const int32_t *types, size_t B, size_t T,
-                             size_t H);
+                             const int32_t *types, const int32_t *pos,
+                             size_t N, size_t H);
 void bert__td_attention_forward(double *out, double *att, double *scratch,
-                                const double *qkv, const size_t *lens,
-                                size_t B, size_t T, size_t H, size_t NH,
-                                double p, uint64_t seed, uint64_t stream,
-                                int n_threads, void *gemm_ctx);
-void bert__td_attention_backward(double *dqkv, double *scratch,
-                                 const double *dout, const double *qkv,
+                                const double *q, const double *k,
+                                const double *v, size_t ld,
+                                const size_t *lens, size_t B, size_t H,
+                                size_t NH, double p, uint64_t seed,
+                                uint64_t stream, int n_threads,
+                                void *gemm_ctx);
+void bert__td_attention_backward(double *dq, double *dk, double *dv,
+                                 double *scratch, const double *dout,
+                                 const double *q, const double *k,
+                                 const double *v, size_t ld,
                                  const double *att, const size_t *lens,
-                                 size_t B, size_t T, size_t H, size_t NH,
-                                 double p, uint64_t seed, uint64_t stream,
+                                 size_t B, size_t H, size_t NH, double p,
+                                 uint64_t seed, uint64_t stream,
                                  int n_threads, void *gemm_ctx);
 void bert__td_dropout(double *x, size_t n, double p, uint64_t seed,
                       uint64_t stream, int n_threads);

@@ -13,11 +13,11 @@
  * runs (bert__t_*); ops_double.c makes double ones (bert__td_*) so the tests
  * can check the derivatives against finite differences in double precision.
  *
- * The float instantiation must stay bit-identical to the float code it
- * replaced (the default models were trained with it and determinism is
- * tested).  Hence: math goes through <tgmath.h> (exp of a float is expf),
- * constants are (real) casts of literals whose float rounding equals the old
- * f-suffixed literals, and the order of operations must not change.
+ * The trainer's forward is the encoder's (libbert/encoder.c, extended with
+ * what backward needs); the forward kernels here serve the heads, and, in
+ * double, the tests' reference for the finite differences.  Math goes
+ * through <tgmath.h> (exp of a float is expf) and constants are (real)
+ * casts of literals, so both instantiations run the same code.
  */
 #include <string.h>
 #include <tgmath.h>
@@ -240,40 +240,35 @@ void OPS(act_backward)(int act, real *dinp, const real *dout, const real *inp,
 /* ---- embeddings -------------------------------------------------------- */
 
 void OPS(embed_forward)(real *out, const int32_t *ids, const int32_t *types,
-                        const real *wte, const real *wpe, const real *wtt,
-                        size_t B, size_t T, size_t H)
+                        const int32_t *pos, const real *wte, const real *wpe,
+                        const real *wtt, size_t N, size_t H)
 {
-    for (size_t b = 0; b < B; b++)
-        for (size_t t = 0; t < T; t++) {
-            size_t r = b * T + t;
-            const real *e = wte + (size_t)ids[r] * H;
-            const real *p = wpe + t * H;
-            const real *y = wtt ? wtt + (size_t)(types ? types[r] : 0) * H
-                                : NULL;
-            real *o = out + r * H;
-            for (size_t h = 0; h < H; h++)
-                o[h] = e[h] + p[h] + (y ? y[h] : 0);
-        }
+    for (size_t r = 0; r < N; r++) {
+        const real *e = wte + (size_t)ids[r] * H;
+        const real *p = wpe + (size_t)pos[r] * H;
+        const real *y = wtt ? wtt + (size_t)(types ? types[r] : 0) * H : NULL;
+        real *o = out + r * H;
+        for (size_t h = 0; h < H; h++)
+            o[h] = e[h] + p[h] + (y ? y[h] : 0);
+    }
 }
 
 void OPS(embed_backward)(real *dwte, real *dwpe, real *dwtt, const real *dout,
-                         const int32_t *ids, const int32_t *types, size_t B,
-                         size_t T, size_t H)
+                         const int32_t *ids, const int32_t *types,
+                         const int32_t *pos, size_t N, size_t H)
 {
-    for (size_t b = 0; b < B; b++)
-        for (size_t t = 0; t < T; t++) {
-            size_t r = b * T + t;
-            const real *g = dout + r * H;
-            real *e = dwte + (size_t)ids[r] * H;
-            real *p = dwpe + t * H;
-            real *y = dwtt ? dwtt + (size_t)(types ? types[r] : 0) * H : NULL;
-            for (size_t h = 0; h < H; h++) {
-                e[h] += g[h];
-                p[h] += g[h];
-                if (y)
-                    y[h] += g[h];
-            }
+    for (size_t r = 0; r < N; r++) {
+        const real *g = dout + r * H;
+        real *e = dwte + (size_t)ids[r] * H;
+        real *p = dwpe + (size_t)pos[r] * H;
+        real *y = dwtt ? dwtt + (size_t)(types ? types[r] : 0) * H : NULL;
+        for (size_t h = 0; h < H; h++) {
+            e[h] += g[h];
+            p[h] += g[h];
+            if (y)
+                y[h] += g[h];
         }
+    }
 }
 
 /* ---- dropout ----------------------------------------------------------- */
@@ -294,113 +289,124 @@ void OPS(dropout)(real *x, size_t n, real p, uint64_t seed, uint64_t stream,
 
 /* ---- attention --------------------------------------------------------- */
 
-/* Pd[T,T] = dropout(S) of (sequence, head) bh: the forward pass and the
- * backward pass (which regenerates the same mask) share this. */
-static real *OPS(drop_probs)(real *Pd, const real *S, size_t T, size_t bh,
+/* Where block bh = b * NH + h of the probabilities lies: sequence b's
+ * first row *ro and its first head's block *po (NH n_b^2 floats a
+ * sequence). */
+static void OPS(block_of)(const size_t *lens, size_t NH, size_t bh,
+                          size_t *ro, size_t *po)
+{
+    *ro = *po = 0;
+    for (size_t b = 0; b < bh / NH; b++) {
+        *ro += lens[b];
+        *po += NH * lens[b] * lens[b];
+    }
+}
+
+/* Pd = dropout(S) of one n x n block whose first element is element `at`
+ * of the layer's masks: the forward pass and the backward pass (which
+ * regenerates the same mask) share this. */
+static real *OPS(drop_probs)(real *Pd, const real *S, size_t n, size_t at,
                              real p, real dsc, uint64_t seed, uint64_t stream)
 {
-    for (size_t i = 0; i < T; i++)
-        for (size_t j = 0; j < T; j++)
-            Pd[i * T + j] = bert__t_keep(seed, stream, (bh * T + i) * T + j,
-                                         (float)p)
-                                ? S[i * T + j] * dsc
-                                : 0;
+    for (size_t i = 0; i < n * n; i++)
+        Pd[i] = bert__t_keep(seed, stream, at + i, (float)p) ? S[i] * dsc : 0;
     return Pd;
 }
 
 void OPS(attention_forward)(real *out, real *att, real *scratch,
-                            const real *qkv, const size_t *lens, size_t B,
-                            size_t T, size_t H, size_t NH, real p,
-                            uint64_t seed, uint64_t stream, int n_threads,
-                            void *gemm_ctx)
+                            const real *q0, const real *k0, const real *v0,
+                            size_t ld, const size_t *lens, size_t B, size_t H,
+                            size_t NH, real p, uint64_t seed, uint64_t stream,
+                            int n_threads, void *gemm_ctx)
 {
     int nth = clamp_threads(n_threads);
-    size_t d = H / NH, H3 = 3 * H;
+    size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
     real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
-        size_t b = bh / NH, h = bh % NH, L = lens[b];
-        const real *q = qkv + b * T * H3 + h * d;
-        const real *k = q + H, *v = q + 2 * H;
-        real *S = att + bh * T * T;
-        /* S[T, L] = scale * Q K^T */
-        gemm(T, L, d, scale, q, H3, 1, k, 1, H3, 0, S, T, 1, gemm_ctx, slot);
-        for (size_t i = 0; i < T; i++) {
-            real *r = S + i * T;
+        size_t ro, po;
+        OPS(block_of)(lens, NH, bh, &ro, &po);
+        size_t h = bh % NH, n = lens[bh / NH], at = po + h * n * n;
+        const real *q = q0 + ro * ld + h * d, *k = k0 + ro * ld + h * d;
+        const real *v = v0 + ro * ld + h * d;
+        real *S = att + at;
+        /* S[n, n] = scale * Q K^T */
+        gemm(n, n, d, scale, q, ld, 1, k, 1, ld, 0, S, n, 1, gemm_ctx, slot);
+        for (size_t i = 0; i < n; i++) {
+            real *r = S + i * n;
             real mx = -INFINITY;
-            for (size_t j = 0; j < L; j++)
+            for (size_t j = 0; j < n; j++)
                 mx = r[j] > mx ? r[j] : mx;
             real sum = 0;
-            for (size_t j = 0; j < L; j++) {
+            for (size_t j = 0; j < n; j++) {
                 r[j] = exp(r[j] - mx);
                 sum += r[j];
             }
             real inv = (real)1 / sum;
-            for (size_t j = 0; j < L; j++)
+            for (size_t j = 0; j < n; j++)
                 r[j] *= inv;
-            for (size_t j = L; j < T; j++)
-                r[j] = 0;
         }
-        const real *P = p > 0 ? OPS(drop_probs)(scratch + bh * T * T, S, T,
-                                                bh, p, dsc, seed, stream)
+        const real *P = p > 0 ? OPS(drop_probs)(scratch + at, S, n, at, p,
+                                                dsc, seed, stream)
                               : S;
-        /* out[T, d] = P[T, L] V[L, d] */
-        gemm(T, d, L, 1, P, T, 1, v, H3, 1, 0, out + b * T * H + h * d, H, 1,
+        /* out[n, d] = P V */
+        gemm(n, d, n, 1, P, n, 1, v, ld, 1, 0, out + ro * H + h * d, H, 1,
              gemm_ctx, slot);
     }
 }
 
-void OPS(attention_backward)(real *dqkv, real *scratch, const real *dout,
-                             const real *qkv, const real *att,
-                             const size_t *lens, size_t B, size_t T, size_t H,
-                             size_t NH, real p, uint64_t seed,
+void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
+                             const real *dout, const real *q0,
+                             const real *k0, const real *v0, size_t ld,
+                             const real *att, const size_t *lens, size_t B,
+                             size_t H, size_t NH, real p, uint64_t seed,
                              uint64_t stream, int n_threads, void *gemm_ctx)
 {
     int nth = clamp_threads(n_threads);
-    size_t d = H / NH, H3 = 3 * H;
+    size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
     real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
-        size_t b = bh / NH, h = bh % NH, L = lens[b];
-        const real *q = qkv + b * T * H3 + h * d;
-        const real *k = q + H, *v = q + 2 * H;
-        real *dq = dqkv + b * T * H3 + h * d;
-        real *dk = dq + H, *dv = dq + 2 * H;
-        const real *S = att + bh * T * T;
-        const real *g = dout + b * T * H + h * d;
-        real *W = scratch + bh * T * T;
-        const real *P = p > 0 ? OPS(drop_probs)(W, S, T, bh, p, dsc, seed,
+        size_t h = bh % NH, n = lens[bh / NH], ro, po;
+        OPS(block_of)(lens, NH, bh, &ro, &po);
+        size_t at = po + h * n * n;
+        size_t o = ro * ld + h * d;
+        const real *q = q0 + o, *k = k0 + o, *v = v0 + o;
+        real *dq = dq0 + o, *dk = dk0 + o, *dv = dv0 + o;
+        const real *S = att + at;
+        const real *g = dout + ro * H + h * d;
+        real *W = scratch + at;
+        const real *P = p > 0 ? OPS(drop_probs)(W, S, n, at, p, dsc, seed,
                                                 stream)
                               : S;
-        /* dV[L, d] += P^T dout */
-        gemm(L, d, T, 1, P, 1, T, g, H, 1, 1, dv, H3, 1, gemm_ctx, slot);
-        /* dP[T, L] = dout V^T */
-        gemm(T, L, d, 1, g, H, 1, v, 1, H3, 0, W, T, 1, gemm_ctx, slot);
-        for (size_t i = 0; i < T; i++) {
-            real *r = W + i * T;
-            const real *s = S + i * T;
+        /* dV[n, d] += P^T dout */
+        gemm(n, d, n, 1, P, 1, n, g, H, 1, 1, dv, ld, 1, gemm_ctx, slot);
+        /* dP[n, n] = dout V^T */
+        gemm(n, n, d, 1, g, H, 1, v, 1, ld, 0, W, n, 1, gemm_ctx, slot);
+        for (size_t i = 0; i < n; i++) {
+            real *r = W + i * n;
+            const real *s = S + i * n;
             if (p > 0) {
-                for (size_t j = 0; j < L; j++) {
-                    if (!bert__t_keep(seed, stream, (bh * T + i) * T + j,
-                                      (float)p))
+                for (size_t j = 0; j < n; j++) {
+                    if (!bert__t_keep(seed, stream, at + i * n + j, (float)p))
                         r[j] = 0;
                     else
                         r[j] *= dsc;
                 }
             }
             real dot = 0;
-            for (size_t j = 0; j < L; j++)
+            for (size_t j = 0; j < n; j++)
                 dot += r[j] * s[j];
-            for (size_t j = 0; j < L; j++)
+            for (size_t j = 0; j < n; j++)
                 r[j] = s[j] * (r[j] - dot) * scale;
         }
-        /* dQ[T, d] += dS K ; dK[L, d] += dS^T Q */
-        gemm(T, d, L, 1, W, T, 1, k, H3, 1, 1, dq, H3, 1, gemm_ctx, slot);
-        gemm(L, d, T, 1, W, 1, T, q, H3, 1, 1, dk, H3, 1, gemm_ctx, slot);
+        /* dQ[n, d] += dS K ; dK[n, d] += dS^T Q */
+        gemm(n, d, n, 1, W, n, 1, k, ld, 1, 1, dq, ld, 1, gemm_ctx, slot);
+        gemm(n, d, n, 1, W, 1, n, q, ld, 1, 1, dk, ld, 1, gemm_ctx, slot);
     }
 }
 

@@ -303,6 +303,7 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->qa_dropout = t->cfg.qa_dropout;
     t->arch = bert__arch_of(c->family);
     t->E = c->embedding_size ? c->embedding_size : c->hidden;
+    t->cfg.pub.embedding_size = t->E; /* the forward reads it */
     t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
      * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
@@ -398,7 +399,11 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->v = calloc(n, sizeof(float));
     t->gemm = bert__gemm_ctx_create(t->p.n_threads < 1 ? 1 : t->p.n_threads,
                                     BERT_KERNELS_AUTO, NULL, 0);
-    if (!t->params || !t->grads || !t->m || !t->v || !t->gemm) {
+    t->lw = calloc(t->L ? t->L : 1, sizeof *t->lw);
+    t->lm = calloc(t->L ? t->L : 1, sizeof *t->lm);
+    t->kl = calloc(t->L ? t->L : 1, sizeof *t->kl);
+    if (!t->params || !t->grads || !t->m || !t->v || !t->gemm || !t->lw ||
+        !t->lm || !t->kl) {
         bert_trainer_free(t);
         return bert__err(err, BERT_ENOMEM, "out of memory (%zu parameters)", n);
     }
@@ -437,6 +442,10 @@ void bert_trainer_free(bert_trainer *t)
     free(t->v);
     free(t->acts);
     free(t->ibuf);
+    free(t->in);
+    free(t->lw);
+    free(t->lm);
+    free(t->kl);
     bert__gemm_ctx_free(t->gemm);
     free(t);
 }
@@ -476,35 +485,90 @@ double bert_trainer_lr(const bert_trainer *t)
     return t->p.lr * f;
 }
 
+/* ---- the forward's view of the parameters ------------------------------ */
+
+/* The encoder's forward (encoder.c) reads weights as a loaded model holds
+ * them: t->ew, t->lw and t->lm point into the parameter slots (Q, K and V
+ * are row blocks of the layer's stacked [3H, H]); the matrices are never
+ * packed, as they change every step. */
+static void bind_views(bert_trainer *t)
+{
+    size_t H = t->H, I = t->I;
+    float **pt = t->pt;
+    bert_weights *w = &t->ew;
+    memset(w, 0, sizeof *w);
+    w->word_emb = pt[P_WTE];
+    w->pos_emb = pt[P_WPE];
+    w->type_emb = pt[P_WTT];
+    w->emb_ln_w = pt[P_LNEW];
+    w->emb_ln_b = pt[P_LNEB];
+    w->emb_proj_w = pt[P_EPW];
+    w->emb_proj_b = pt[P_EPB];
+    w->layers = t->lw;
+    for (size_t l = 0; l < t->L; l++) {
+        bert_layer_w *lw = &t->lw[l];
+        const float *qw = pt[P_QKVW] + l * 3 * H * H;
+        const float *qb = pt[P_QKVB] + l * 3 * H;
+        lw->q_w = qw;
+        lw->k_w = qw + H * H;
+        lw->v_w = qw + 2 * H * H;
+        lw->q_b = qb;
+        lw->k_b = qb + H;
+        lw->v_b = qb + 2 * H;
+        lw->o_w = pt[P_AOW] + l * H * H;
+        lw->o_b = pt[P_AOB] + l * H;
+        lw->ln1_w = pt[P_LN1W] + l * H;
+        lw->ln1_b = pt[P_LN1B] + l * H;
+        lw->f1_w = pt[P_FCW] + l * I * H;
+        lw->f1_b = pt[P_FCB] + l * I;
+        lw->f2_w = pt[P_FC2W] + l * H * I;
+        lw->f2_b = pt[P_FC2B] + l * H;
+        lw->ln2_w = pt[P_LN2W] + l * H;
+        lw->ln2_b = pt[P_LN2B] + l * H;
+        bert_layer_mats *m = &t->lm[l];
+        const float *ws[6] = {lw->q_w, lw->k_w, lw->v_w, lw->o_w, lw->f1_w,
+                              lw->f2_w};
+        bert_wmat *ms[6] = {&m->q, &m->k, &m->v, &m->o, &m->f1, &m->f2};
+        const size_t n[6] = {H, H, H, H, I, H}, k[6] = {H, H, H, H, H, I};
+        for (int j = 0; j < 6; j++)
+            *ms[j] = (bert_wmat){ws[j], NULL, n[j], k[j], BERT_PRECISION_FP32};
+    }
+}
+
 /* ---- activation layout ------------------------------------------------- */
 
+/* Everything on the packed rows: N real tokens, no padding. */
 typedef struct {
     float *emb, *emean, *erstd, *x0, *x0e, *dx0e; /* x0e, dx0e: (N,E) before
                                                      embeddings_project */
-    float *qkv, *att, *atty, *r1, *m1, *s1, *x1, *fch, *fca, *r2, *m2, *s2,
-        *x2; /* [L] stacked */
+    float *qkv, *att, *attd, *atty, *r1, *m1, *s1, *x1, *fch, *fca, *r2,
+        *m2, *s2, *x2; /* [L] stacked; qkv: Q, K, V (N,H) blocks */
     float *cls, *ppre, *pout, *hx, *logits;
     float *mx, *mtpre, *mta, *mln, *mm, *ms;
+    float *tmp;
     float *dA, *dB, *dqkv, *datty, *dfch, *dfca, *ascr, *dlogits, *dh1, *dh2,
         *dh3;
 } acts_t;
 
-static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
+/* na: attention probabilities of one layer, NH * sum of n_b^2. */
+static int layout(bert_trainer *t, size_t B, size_t N, size_t na, size_t M,
+                  acts_t *a)
 {
-    size_t N = B * T, H = t->H, L = t->L, I = t->I, NH = t->NH, C = t->C;
-    size_t att = B * NH * T * T;
+    size_t H = t->H, L = t->L, I = t->I, C = t->C;
     size_t hr = t->task == BERT_TRAIN_SEQUENCE ? B
                 : t->task == BERT_TRAIN_TOKEN  ? N
                                                : M;
     size_t lc = t->task == BERT_TRAIN_MLM ? M * t->V : hr * C;
+    size_t ad = t->cfg.pub.attention_dropout > 0 ? na : 0;
     struct {
         float **p;
         size_t n;
     } list[] = {
-        {&a->emb, N * H}, {&a->emean, N}, {&a->erstd, N}, {&a->x0, N * H},
+        {&a->emb, N * t->E}, {&a->emean, N}, {&a->erstd, N}, {&a->x0, N * H},
         {&a->x0e, t->sizes[P_EPW] ? N * t->E : 0},
         {&a->dx0e, t->sizes[P_EPW] ? N * t->E : 0},
-        {&a->qkv, L * N * 3 * H}, {&a->att, L * att}, {&a->atty, L * N * H},
+        {&a->qkv, L * N * 3 * H}, {&a->att, L * na}, {&a->attd, L * ad},
+        {&a->atty, L * N * H},
         {&a->r1, L * N * H}, {&a->m1, L * N}, {&a->s1, L * N},
         {&a->x1, L * N * H}, {&a->fch, L * N * I}, {&a->fca, L * N * I},
         {&a->r2, L * N * H}, {&a->m2, L * N}, {&a->s2, L * N},
@@ -512,10 +576,10 @@ static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
         {&a->cls, B * H}, {&a->ppre, B * H}, {&a->pout, B * H},
         {&a->hx, hr * H}, {&a->logits, lc},
         {&a->mx, M * H}, {&a->mtpre, M * H}, {&a->mta, M * H},
-        {&a->mln, M * H}, {&a->mm, M}, {&a->ms, M},
+        {&a->mln, M * H}, {&a->mm, M}, {&a->ms, M}, {&a->tmp, N * H},
         {&a->dA, N * H}, {&a->dB, N * H}, {&a->dqkv, N * 3 * H},
         {&a->datty, N * H}, {&a->dfch, N * I}, {&a->dfca, N * I},
-        {&a->ascr, att}, {&a->dlogits, lc}, {&a->dh1, (hr > B ? hr : B) * H},
+        {&a->ascr, na}, {&a->dlogits, lc}, {&a->dh1, (hr > B ? hr : B) * H},
         {&a->dh2, (hr > B ? hr : B) * H}, {&a->dh3, (hr > B ? hr : B) * H},
     };
     size_t total = 0, cnt = sizeof list / sizeof list[0];
@@ -530,20 +594,59 @@ static int layout(bert_trainer *t, size_t B, size_t T, size_t M, acts_t *a)
     }
     float *p = t->acts;
     for (size_t i = 0; i < cnt; i++) {
-        *list[i].p = p;
+        *list[i].p = list[i].n ? p : NULL;
         p += (list[i].n + 15) & ~(size_t)15;
     }
     return BERT_OK;
 }
 
-/* ---- forward / backward ------------------------------------------------ */
-
-enum { S_EMB = 0, S_ATT, S_AO, S_FFN, S_HEAD, S_HEAD_IN };
-
-static uint64_t stream_of(uint64_t micro, size_t layer, int site)
+/* The batch's rows packed (padding dropped): ids, type ids, labels (-1
+ * where none) and positions of N rows, and the sequences as bert_input.
+ * Grown on demand in t->ibuf / t->in, which also hold the MLM rows and
+ * their targets. */
+static int pack(bert_trainer *t, const bert_train_batch *bt, size_t N,
+                int32_t **ids, int32_t **types, int32_t **labels,
+                int32_t **pos, int32_t **mrow, int32_t **mtgt)
 {
-    return (micro << 20) | ((uint64_t)layer << 4) | (uint64_t)site;
+    size_t B = bt->batch, T = bt->seq_len;
+    if (6 * N > t->ibuf_cap) {
+        int32_t *nb = realloc(t->ibuf, 6 * N * sizeof(int32_t));
+        if (!nb)
+            return BERT_ENOMEM;
+        t->ibuf = nb;
+        t->ibuf_cap = 6 * N;
+    }
+    if (B > t->in_cap) {
+        bert_input *ni = realloc(t->in, B * sizeof *ni);
+        if (!ni)
+            return BERT_ENOMEM;
+        t->in = ni;
+        t->in_cap = B;
+    }
+    *ids = t->ibuf;
+    *types = t->ibuf + N;
+    *labels = t->ibuf + 2 * N;
+    *pos = t->ibuf + 3 * N;
+    *mrow = t->ibuf + 4 * N;
+    *mtgt = t->ibuf + 5 * N;
+    size_t r = 0;
+    for (size_t b = 0; b < B; b++) {
+        size_t n = bt->lengths[b];
+        t->in[b] = (bert_input){*ids + r, *types + r, n};
+        for (size_t i = 0; i < n; i++, r++) {
+            (*ids)[r] = bt->ids[b * T + i];
+            (*types)[r] = bt->type_ids && t->sizes[P_WTT]
+                              ? bt->type_ids[b * T + i]
+                              : 0;
+            (*labels)[r] = bt->labels && t->task != BERT_TRAIN_SEQUENCE
+                               ? bt->labels[b * T + i]
+                               : -1;
+        }
+    }
+    return BERT_OK;
 }
+
+/* ---- forward / backward ------------------------------------------------ */
 
 int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                 int backward, float weight, float *logits_out, double *loss_out,
@@ -551,18 +654,23 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
 {
     if (!bt || !bt->ids || !bt->lengths || bt->batch == 0 || bt->seq_len == 0)
         return bert__err(err, BERT_EINVAL, "empty or incomplete batch");
-    size_t B = bt->batch, T = bt->seq_len, N = B * T;
+    size_t B = bt->batch, T = bt->seq_len;
     size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
     if (T + t->pos_off > t->P)
         return bert__err(err, BERT_EINVAL,
                          "sequence length %zu exceeds max_position_embeddings %zu%s",
                          T, t->P, t->pos_off ? " minus padding_idx + 1" : "");
-    for (size_t b = 0; b < B; b++)
-        if (bt->lengths[b] < 1 || bt->lengths[b] > T)
+    size_t N = 0, na = 0;
+    for (size_t b = 0; b < B; b++) {
+        size_t n = bt->lengths[b];
+        if (n < 1 || n > T)
             return bert__err(err, BERT_EINVAL, "row %zu: length %zu not in 1..%zu",
-                             b, bt->lengths[b], T);
-    for (size_t i = 0; i < N; i++) {
+                             b, n, T);
+        N += n;
+        na += NH * n * n;
+    }
+    for (size_t i = 0; i < B * T; i++) {
         if (bt->ids[i] < 0 || (size_t)bt->ids[i] >= V)
             return bert__err(err, BERT_EINVAL, "token id %d out of range",
                              (int)bt->ids[i]);
@@ -575,8 +683,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     }
     if ((backward || loss_out) && !bt->labels)
         return bert__err(err, BERT_EINVAL, "batch without labels");
-    size_t nlab = t->task == BERT_TRAIN_SEQUENCE ? B : N;
-    size_t M = 0;
+    size_t nlab = t->task == BERT_TRAIN_SEQUENCE ? B : B * T;
     if (bt->labels) {
         for (size_t i = 0; i < nlab; i++) {
             int32_t y = bt->labels[i];
@@ -585,22 +692,19 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                 return bert__err(err, BERT_EINVAL, "label %d out of range", (int)y);
             if (t->task == BERT_TRAIN_SEQUENCE && y < 0)
                 return bert__err(err, BERT_EINVAL, "negative sequence label");
-            if (y >= 0)
-                M++;
         }
     }
-    if (t->task != BERT_TRAIN_MLM)
-        M = 0;
+    int32_t *ids, *types, *labels, *pos, *mrow, *mtgt;
+    if (pack(t, bt, N, &ids, &types, &labels, &pos, &mrow, &mtgt))
+        return bert__err(err, BERT_ENOMEM, "out of memory");
+    /* labels on padding are not read: the packed rows are the real ones */
+    size_t M = 0;
+    if (t->task == BERT_TRAIN_MLM)
+        for (size_t i = 0; i < N; i++)
+            M += labels[i] >= 0;
     acts_t a;
-    if (layout(t, B, T, M, &a))
+    if (layout(t, B, N, na, M, &a))
         return bert__err(err, BERT_ENOMEM, "out of memory for activations");
-    if (t->task == BERT_TRAIN_MLM && M + 1 > t->ibuf_cap) {
-        int32_t *nb = realloc(t->ibuf, 2 * (M + 1) * sizeof(int32_t));
-        if (!nb)
-            return bert__err(err, BERT_ENOMEM, "out of memory");
-        t->ibuf = nb;
-        t->ibuf_cap = M + 1;
-    }
     const bert_config *cf = &t->cfg.pub;
     float eps = cf->layer_norm_eps;
     int drop = train && t->p.dropout;
@@ -611,68 +715,48 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     uint64_t seed = t->p.seed, mi = t->micro;
     void *rn = t->gemm;
     float **pt = t->pt, **gt = t->gt;
-
-    /* embeddings */
-    /* positions pos_off .. pos_off + T - 1: a row offset into the table;
-     * embeddings E wide, projected to H (ELECTRA) when E != H */
     size_t E = t->E;
+
+    /* the encoder: the inference forward, keeping what backward reads */
+    bind_views(t);
+    size_t maxn = 0;
+    for (size_t b = 0; b < B; b++)
+        maxn = bt->lengths[b] > maxn ? bt->lengths[b] : maxn;
+    bert__enc enc = {&t->cfg, &t->ew, t->lm, t->gemm, nth,
+                     NULL,    NULL,   NULL,  NULL,    NULL,
+                     a.tmp,   NULL,   NULL,  maxn};
     float *x0e = pt[P_EPW] ? a.x0e : a.x0;
-    bert__t_embed_forward(a.emb, bt->ids, bt->type_ids, pt[P_WTE],
-                          pt[P_WPE] + t->pos_off * E, pt[P_WTT], B, T, E);
-    bert__t_layernorm_forward(x0e, a.emean, a.erstd, a.emb, pt[P_LNEW],
-                              pt[P_LNEB], N, E, eps, nth);
-    bert__t_dropout(x0e, N * E, ph, seed, stream_of(mi, 0, S_EMB), nth);
-    if (pt[P_EPW])
-        bert__t_matmul_forward(a.x0, x0e, pt[P_EPW], pt[P_EPB], N, E, H, rn);
-    const float *x = a.x0;
+    bert__keep kp = {a.emb, a.emean, a.erstd, x0e, a.x0, pos, t->kl,
+                     ph,    pa,      pao,     seed, mi};
     for (size_t l = 0; l < L; l++) {
-        float *qkv = a.qkv + l * N * 3 * H, *att = a.att + l * B * NH * T * T;
-        float *atty = a.atty + l * N * H, *r1 = a.r1 + l * N * H;
-        float *x1 = a.x1 + l * N * H, *fch = a.fch + l * N * I;
-        float *fca = a.fca + l * N * I, *r2 = a.r2 + l * N * H;
-        float *x2 = a.x2 + l * N * H;
-        bert__t_matmul_forward(qkv, x, pt[P_QKVW] + l * 3 * H * H,
-                               pt[P_QKVB] + l * 3 * H, N, H, 3 * H, rn);
-        bert__t_attention_forward(atty, att, a.ascr, qkv, bt->lengths, B, T, H,
-                                  NH, pa, seed, stream_of(mi, l, S_ATT), nth,
-                                  rn);
-        bert__t_matmul_forward(r1, atty, pt[P_AOW] + l * H * H,
-                               pt[P_AOB] + l * H, N, H, H, rn);
-        bert__t_dropout(r1, N * H, pao, seed, stream_of(mi, l, S_AO), nth);
-        for (size_t i = 0; i < N * H; i++)
-            r1[i] += x[i];
-        bert__t_layernorm_forward(x1, a.m1 + l * N, a.s1 + l * N, r1,
-                                  pt[P_LN1W] + l * H, pt[P_LN1B] + l * H, N, H,
-                                  eps, nth);
-        bert__t_matmul_forward(fch, x1, pt[P_FCW] + l * I * H,
-                               pt[P_FCB] + l * I, N, H, I, rn);
-        bert__t_act_forward(t->act, fca, fch, N * I, nth);
-        bert__t_matmul_forward(r2, fca, pt[P_FC2W] + l * H * I,
-                               pt[P_FC2B] + l * H, N, I, H, rn);
-        bert__t_dropout(r2, N * H, ph, seed, stream_of(mi, l, S_FFN), nth);
-        for (size_t i = 0; i < N * H; i++)
-            r2[i] += x1[i];
-        bert__t_layernorm_forward(x2, a.m2 + l * N, a.s2 + l * N, r2,
-                                  pt[P_LN2W] + l * H, pt[P_LN2B] + l * H, N, H,
-                                  eps, nth);
-        x = x2;
+        float *qkv = a.qkv + l * N * 3 * H;
+        t->kl[l] = (bert__keep_layer){
+            qkv, qkv + N * H, qkv + 2 * N * H, a.att + l * na,
+            a.attd ? a.attd + l * na : NULL, a.atty + l * N * H,
+            a.r1 + l * N * H, a.m1 + l * N, a.s1 + l * N, a.x1 + l * N * H,
+            a.fch + l * N * I, a.fca + l * N * I, a.r2 + l * N * H,
+            a.m2 + l * N, a.s2 + l * N, a.x2 + l * N * H};
     }
+    bert__encode(&enc, t->in, B, N, 0, &kp);
+    const float *x = L ? a.x2 + (L - 1) * N * H : a.x0;
+
     /* heads (sequence: [CLS] -> pooler dense + tanh for BERT, pre_classifier
      * + ReLU for DistilBERT -> dropout -> classifier) */
     double loss = 0.0;
     size_t nvalid = 0;
-    int32_t *mrow = t->ibuf, *mtgt = t->ibuf ? t->ibuf + t->ibuf_cap : NULL;
     if (t->task == BERT_TRAIN_SEQUENCE) {
         for (size_t b = 0; b < B; b++)
-            memcpy(a.cls + b * H, x + b * T * H, H * sizeof(float));
+            memcpy(a.cls + b * H, x + (t->in[b].ids - ids) * H,
+                   H * sizeof(float));
         if (t->arch->head_in_dropout)
             bert__t_dropout(a.cls, B * H, pc, seed,
-                            stream_of(mi, 0, S_HEAD_IN), nth);
+                            bert__t_stream(mi, 0, BERT_T_SITE_HEAD_IN), nth);
         bert__t_matmul_forward(a.ppre, a.cls, pt[P_POOLW], pt[P_POOLB], B, H,
                                H, rn);
         bert__t_act_forward(t->arch->pool_act, a.pout, a.ppre, B * H, nth);
         memcpy(a.hx, a.pout, B * H * sizeof(float));
-        bert__t_dropout(a.hx, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_dropout(a.hx, B * H, pc, seed,
+                        bert__t_stream(mi, 0, BERT_T_SITE_HEAD), nth);
         bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], B, H, C,
                                rn);
         if (logits_out)
@@ -684,24 +768,31 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                         weight / (float)B);
     } else if (t->task == BERT_TRAIN_TOKEN) {
         memcpy(a.hx, x, N * H * sizeof(float));
-        bert__t_dropout(a.hx, N * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_dropout(a.hx, N * H, pc, seed,
+                        bert__t_stream(mi, 0, BERT_T_SITE_HEAD), nth);
         bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], N, H, C,
                                rn);
-        if (logits_out)
-            memcpy(logits_out, a.logits, N * C * sizeof(float));
+        if (logits_out) /* back to the batch's padded rows */
+            for (size_t b = 0; b < B; b++) {
+                size_t n = bt->lengths[b], r = (size_t)(t->in[b].ids - ids);
+                memcpy(logits_out + b * T * C, a.logits + r * C,
+                       n * C * sizeof(float));
+                memset(logits_out + (b * T + n) * C, 0,
+                       (T - n) * C * sizeof(float));
+            }
         if (bt->labels) {
             for (size_t i = 0; i < N; i++)
-                nvalid += bt->labels[i] >= 0;
+                nvalid += labels[i] >= 0;
             loss = bert__t_crossentropy(
-                backward ? a.dlogits : NULL, a.logits, bt->labels, N, C,
+                backward ? a.dlogits : NULL, a.logits, labels, N, C,
                 nvalid ? weight / (float)nvalid : 0.0f);
         }
     } else if (M > 0) {
         size_t k = 0;
         for (size_t i = 0; i < N; i++)
-            if (bt->labels[i] >= 0) {
+            if (labels[i] >= 0) {
                 mrow[k] = (int32_t)i;
-                mtgt[k] = bt->labels[i];
+                mtgt[k] = labels[i];
                 memcpy(a.mx + k * H, x + i * H, H * sizeof(float));
                 k++;
             }
@@ -730,7 +821,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         memset(a.dh1, 0, B * H * sizeof(float));
         bert__t_matmul_backward(a.dh1, gt[P_CLSW], gt[P_CLSB], a.dlogits, a.hx,
                                 pt[P_CLSW], B, H, C, rn, nth);
-        bert__t_dropout(a.dh1, B * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_dropout(a.dh1, B * H, pc, seed,
+                        bert__t_stream(mi, 0, BERT_T_SITE_HEAD), nth);
         memset(a.dh2, 0, B * H * sizeof(float));
         bert__t_act_backward(t->arch->pool_act, a.dh2, a.dh1, a.ppre, B * H,
                              nth);
@@ -739,13 +831,15 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                 pt[P_POOLW], B, H, H, rn, nth);
         if (t->arch->head_in_dropout)
             bert__t_dropout(a.dh3, B * H, pc, seed,
-                            stream_of(mi, 0, S_HEAD_IN), nth);
+                            bert__t_stream(mi, 0, BERT_T_SITE_HEAD_IN), nth);
         for (size_t b = 0; b < B; b++)
-            memcpy(dA + b * T * H, a.dh3 + b * H, H * sizeof(float));
+            memcpy(dA + (t->in[b].ids - ids) * H, a.dh3 + b * H,
+                   H * sizeof(float));
     } else if (t->task == BERT_TRAIN_TOKEN) {
         bert__t_matmul_backward(dA, gt[P_CLSW], gt[P_CLSB], a.dlogits, a.hx,
                                 pt[P_CLSW], N, H, C, rn, nth);
-        bert__t_dropout(dA, N * H, pc, seed, stream_of(mi, 0, S_HEAD), nth);
+        bert__t_dropout(dA, N * H, pc, seed,
+                        bert__t_stream(mi, 0, BERT_T_SITE_HEAD), nth);
     } else if (M > 0) {
         memset(a.dh1, 0, M * H * sizeof(float));
         bert__t_matmul_backward(a.dh1, gt[P_WTE], gt[P_MBIAS], a.dlogits, a.mln,
@@ -763,45 +857,50 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     }
     for (size_t l = L; l-- > 0;) {
         const float *xin = l ? a.x2 + (l - 1) * N * H : a.x0;
-        float *qkv = a.qkv + l * N * 3 * H, *att = a.att + l * B * NH * T * T;
-        float *atty = a.atty + l * N * H, *r1 = a.r1 + l * N * H;
-        float *x1 = a.x1 + l * N * H, *fch = a.fch + l * N * I;
-        float *fca = a.fca + l * N * I, *r2 = a.r2 + l * N * H;
+        const bert__keep_layer *K = &t->kl[l];
         /* LN2 */
         memset(dB, 0, N * H * sizeof(float));
         bert__t_layernorm_backward(dB, gt[P_LN2W] + l * H, gt[P_LN2B] + l * H,
-                                   dA, r2, pt[P_LN2W] + l * H, a.m2 + l * N,
-                                   a.s2 + l * N, N, H, nth);
+                                   dA, K->r2, pt[P_LN2W] + l * H, K->mean2,
+                                   K->rstd2, N, H, nth);
         memcpy(dA, dB, N * H * sizeof(float)); /* residual: d x1 */
-        bert__t_dropout(dB, N * H, ph, seed, stream_of(mi, l, S_FFN), nth);
+        bert__t_dropout(dB, N * H, ph, seed,
+                        bert__t_stream(mi, l, BERT_T_SITE_FFN), nth);
         memset(a.dfca, 0, N * I * sizeof(float));
         bert__t_matmul_backward(a.dfca, gt[P_FC2W] + l * H * I,
-                                gt[P_FC2B] + l * H, dB, fca,
+                                gt[P_FC2B] + l * H, dB, K->fca,
                                 pt[P_FC2W] + l * H * I, N, I, H, rn, nth);
         memset(a.dfch, 0, N * I * sizeof(float));
-        bert__t_act_backward(t->act, a.dfch, a.dfca, fch, N * I, nth);
+        bert__t_act_backward(t->act, a.dfch, a.dfca, K->fch, N * I, nth);
         bert__t_matmul_backward(dA, gt[P_FCW] + l * I * H, gt[P_FCB] + l * I,
-                                a.dfch, x1, pt[P_FCW] + l * I * H, N, H, I, rn,
-                                nth);
+                                a.dfch, K->x1, pt[P_FCW] + l * I * H, N, H, I,
+                                rn, nth);
         /* LN1 */
         memset(dB, 0, N * H * sizeof(float));
         bert__t_layernorm_backward(dB, gt[P_LN1W] + l * H, gt[P_LN1B] + l * H,
-                                   dA, r1, pt[P_LN1W] + l * H, a.m1 + l * N,
-                                   a.s1 + l * N, N, H, nth);
+                                   dA, K->r1, pt[P_LN1W] + l * H, K->mean1,
+                                   K->rstd1, N, H, nth);
         memcpy(dA, dB, N * H * sizeof(float)); /* residual: d xin */
-        bert__t_dropout(dB, N * H, pao, seed, stream_of(mi, l, S_AO), nth);
+        bert__t_dropout(dB, N * H, pao, seed,
+                        bert__t_stream(mi, l, BERT_T_SITE_AO), nth);
         memset(a.datty, 0, N * H * sizeof(float));
         bert__t_matmul_backward(a.datty, gt[P_AOW] + l * H * H,
-                                gt[P_AOB] + l * H, dB, atty,
+                                gt[P_AOB] + l * H, dB, K->ctx,
                                 pt[P_AOW] + l * H * H, N, H, H, rn, nth);
         memset(a.dqkv, 0, N * 3 * H * sizeof(float));
-        bert__t_attention_backward(a.dqkv, a.ascr, a.datty, qkv, att,
-                                   bt->lengths, B, T, H, NH, pa, seed,
-                                   stream_of(mi, l, S_ATT), nth, rn);
-        bert__t_matmul_backward(dA, gt[P_QKVW] + l * 3 * H * H,
-                                gt[P_QKVB] + l * 3 * H, a.dqkv, xin,
-                                pt[P_QKVW] + l * 3 * H * H, N, H, 3 * H, rn,
-                                nth);
+        float *dq = a.dqkv, *dk = dq + N * H, *dv = dk + N * H;
+        bert__t_attention_backward(dq, dk, dv, a.ascr, a.datty, K->q, K->k,
+                                   K->v, H, K->probs, bt->lengths, B, H, NH,
+                                   pa, seed,
+                                   bert__t_stream(mi, l, BERT_T_SITE_ATT), nth,
+                                   rn);
+        /* Q, K and V: row blocks of the layer's [3H, H] */
+        for (size_t j = 0; j < 3; j++)
+            bert__t_matmul_backward(dA, gt[P_QKVW] + (l * 3 + j) * H * H,
+                                    gt[P_QKVB] + (l * 3 + j) * H,
+                                    a.dqkv + j * N * H, xin,
+                                    pt[P_QKVW] + (l * 3 + j) * H * H, N, H, H,
+                                    rn, nth);
     }
     float *dx0e = dA;
     if (pt[P_EPW]) {
@@ -810,12 +909,13 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         bert__t_matmul_backward(dx0e, gt[P_EPW], gt[P_EPB], dA, x0e,
                                 pt[P_EPW], N, E, H, rn, nth);
     }
-    bert__t_dropout(dx0e, N * E, ph, seed, stream_of(mi, 0, S_EMB), nth);
+    bert__t_dropout(dx0e, N * E, ph, seed,
+                    bert__t_stream(mi, 0, BERT_T_SITE_EMB), nth);
     memset(dB, 0, N * E * sizeof(float));
     bert__t_layernorm_backward(dB, gt[P_LNEW], gt[P_LNEB], dx0e, a.emb,
                                pt[P_LNEW], a.emean, a.erstd, N, E, nth);
-    bert__t_embed_backward(gt[P_WTE], gt[P_WPE] + t->pos_off * E, gt[P_WTT],
-                           dB, bt->ids, bt->type_ids, B, T, E);
+    bert__t_embed_backward(gt[P_WTE], gt[P_WPE], gt[P_WTT], dB, ids,
+                           gt[P_WTT] ? types : NULL, pos, N, E);
     if (train)
         t->micro++;
     return BERT_OK;

@@ -5,6 +5,7 @@
 #include "libbert/bert_train.h"
 #include "libbert/config.h"
 #include "libbert/gemm.h"
+#include "libbert/model.h"
 
 /* Parameter tensors, in the order of one contiguous allocation.  Per-layer
  * tensors are stacked [L, ...]; Q, K and V of a layer are adjacent so that
@@ -48,8 +49,16 @@ typedef struct bert_trainer {
     /* activations, grown on demand */
     float *acts;
     size_t acts_cap;
-    int32_t *ibuf;
+    int32_t *ibuf;             /* the packed batch's ids, types, labels,
+                                  positions, MLM rows */
     size_t ibuf_cap;
+    bert_input *in;            /* its sequences */
+    size_t in_cap;
+    /* the encoder forward's view of the parameters (bind_views) */
+    bert_weights ew;
+    bert_layer_w *lw;          /* [L] */
+    bert_layer_mats *lm;       /* [L] */
+    bert__keep_layer *kl;      /* [L] the activations kept per layer */
     bert_gemm_ctx *gemm;       /* the products' threads and kernels */
 } bert_trainer;
 
