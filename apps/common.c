@@ -69,48 +69,20 @@ static int in_build_tree(void)
     return strncmp(exe, top, n) == 0 && exe[n] == '/';
 }
 
-const char *app_default_model(const char *name, char *buf, size_t cap)
+const char *app_default_model(const char *name, char *buf, size_t cap,
+                              bert_error *err)
 {
-    /* The build tree's data/ only for the programs of the build tree: an
-     * installed program never looks there (it used to, first, and then
-     * failed once the tree moved).  Installed: $LIBBERT_MODELDIR, the
-     * models beside the program (BINDIR/../share/libbert/models, whatever
-     * the prefix), then the configured directory. */
-    char rel[4200] = "";
+    /* The build tree's data/ only for the programs of the build tree (an
+     * installed program never looks there: it used to, first, and then
+     * failed once the tree moved), after $LIBBERT_MODELDIR; everything
+     * else is the library's search. */
     const char *env = getenv("LIBBERT_MODELDIR");
-    char exe[4096];
-    if (realpath("/proc/self/exe", exe)) {
-        char *sl = strrchr(exe, '/');
-        if (sl) {
-            *sl = '\0';
-            snprintf(rel, sizeof rel, "%s/../share/libbert/models", exe);
-        }
+    if ((!env || !*env) && in_build_tree() &&
+        has_config(BERT_BUILD_MODELDIR, name)) {
+        snprintf(buf, cap, "%s/%s", BERT_BUILD_MODELDIR, name);
+        return buf;
     }
-    const char *dirs[4];
-    size_t nd = 0;
-    if (env && *env)
-        dirs[nd++] = env;
-    if (in_build_tree())
-        dirs[nd++] = BERT_BUILD_MODELDIR;
-    else if (*rel)
-        dirs[nd++] = rel;
-    dirs[nd++] = BERT_INSTALLED_MODELDIR;
-    for (size_t i = 0; i < nd; i++) {
-        if (has_config(dirs[i], name)) {
-            snprintf(buf, cap, "%s/%s", dirs[i], name);
-            return buf;
-        }
-    }
-    size_t k = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < nd && k < cap; i++) {
-        int w = snprintf(buf + k, cap - k, "%s%s/%s", i ? " or " : "", dirs[i],
-                         name);
-        if (w < 0)
-            break;
-        k += (size_t)w;
-    }
-    return NULL;
+    return bert_default_model_dir(name, buf, cap, err) ? NULL : buf;
 }
 
 

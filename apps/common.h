@@ -13,13 +13,12 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BADINPUT = 2 };
 long app_read_line(FILE *f, char **buf, size_t *cap);
 
 /* The directory of a bundled default model `name` ("sentiment", "ner"):
- * the first of $LIBBERT_MODELDIR/NAME, then for a program of the build tree
- * $(abs_top_srcdir)/data/NAME, for an installed one
- * BINDIR/../share/libbert/models/NAME (any prefix), then the configured
- * $(pkgdatadir)/models/NAME, that holds a config.json.  Writes the path to
- * buf and returns buf, or returns NULL (buf then lists the places tried,
- * for the error message). */
-const char *app_default_model(const char *name, char *buf, size_t cap);
+ * bert_default_model_dir's, except that a program of the build tree takes
+ * $(abs_top_srcdir)/data/NAME when it holds a config.json and
+ * $LIBBERT_MODELDIR is not set.  Writes the path to buf and returns buf,
+ * or returns NULL with err naming the places tried. */
+const char *app_default_model(const char *name, char *buf, size_t cap,
+                              bert_error *err);
 
 /* Writes s[0..n) to f as a JSON string (with the quotes).  Invalid UTF-8
  * bytes become U+FFFD, control characters are escaped. */

@@ -81,11 +81,12 @@ bert_model *app_load_model(const char *prog, const char **dir,
 {
     static char defdir[8192]; /* *dir points here for the default model */
     if (!*dir) {
-        *dir = app_default_model(name, defdir, sizeof defdir);
+        bert_error derr;
+        *dir = app_default_model(name, defdir, sizeof defdir, &derr);
         if (!*dir) {
             fprintf(stderr, "%s: no --model given and the default %s model "
-                    "is missing (looked in %s); pass --model DIR\n", prog,
-                    what, defdir);
+                    "is missing (%s); pass --model DIR\n", prog, what,
+                    derr.text);
             return NULL;
         }
     }

@@ -275,21 +275,45 @@ int bert_default_model_dir(const char *name, char *buf, size_t cap,
                              ? "no model name"
                              : !buf ? "buf is NULL"
                                     : "a model name has no '/'");
-    const char *base = getenv("LIBBERT_MODELDIR");
-    if (!base || !*base)
-        base = BERT_INSTALLED_MODELDIR;
-    int n = snprintf(buf, cap, "%s/%s", base, name);
-    if (n < 0 || (size_t)n >= cap)
-        return bert__err(err, BERT_ERANGE,
-                         "bert_default_model_dir: %s/%s needs %d bytes, buf "
-                         "holds %zu", base, name, n + 1, cap);
-    char probe[4200];
-    struct stat st;
-    snprintf(probe, sizeof probe, "%s/config.json", buf);
-    if (strlen(buf) < 4000 && stat(probe, &st) == 0 && S_ISREG(st.st_mode))
-        return BERT_OK;
+    /* $LIBBERT_MODELDIR; the models beside the running program
+     * (BINDIR/../share/libbert/models: an installed tree works from any
+     * prefix, even moved); the directory configure was given */
+    char rel[4200] = "", exe[4096];
+    if (realpath("/proc/self/exe", exe)) {
+        char *sl = strrchr(exe, '/');
+        if (sl) {
+            *sl = '\0';
+            snprintf(rel, sizeof rel, "%s/../share/libbert/models", exe);
+        }
+    }
+    const char *env = getenv("LIBBERT_MODELDIR"), *dirs[3];
+    size_t nd = 0;
+    if (env && *env)
+        dirs[nd++] = env;
+    if (*rel && strlen(rel) < sizeof rel - 1)
+        dirs[nd++] = rel;
+    dirs[nd++] = BERT_INSTALLED_MODELDIR;
+    char tried[3 * 4300] = "";
+    size_t k = 0;
+    for (size_t i = 0; i < nd; i++) {
+        int n = snprintf(buf, cap, "%s/%s", dirs[i], name);
+        if (n < 0 || (size_t)n >= cap)
+            return bert__err(err, BERT_ERANGE,
+                             "bert_default_model_dir: %s/%s needs %d bytes, "
+                             "buf holds %zu", dirs[i], name, n + 1, cap);
+        char probe[4400];
+        struct stat st;
+        if ((size_t)snprintf(probe, sizeof probe, "%s/config.json", buf) <
+                sizeof probe &&
+            stat(probe, &st) == 0 && S_ISREG(st.st_mode))
+            return BERT_OK;
+        int w = snprintf(tried + k, sizeof tried - k, "%s%s", i ? " or " : "",
+                         buf);
+        if (w > 0 && (size_t)w < sizeof tried - k)
+            k += (size_t)w;
+    }
     return bert__err(err, BERT_EMISSING,
-                     "%s: no default model \"%s\" there (no config.json; "
-                     "make install puts them there, LIBBERT_MODELDIR names "
-                     "another place)", buf, name);
+                     "no default model \"%s\": no config.json in %s (make "
+                     "install puts them there, LIBBERT_MODELDIR names another "
+                     "place)", name, tried);
 }

@@ -6,6 +6,7 @@
  *    bert_tag_text / bert_tag_aggregate with ignore_labels NULL and
  *    n_ignore 3;
  *  - bert_utf8_valid stops at the first byte the tokenizers refuse;
+ *  - bert_default_model_dir's search order and errors;
  *  - a regression model (problem_type "regression") scores with the raw
  *    logits, as transformers' text-classification pipeline
  *    (function_to_apply none): the bert-seq-uncased fixture with its
@@ -234,6 +235,37 @@ static void test_regression_raw_scores(void)
     bert_model_free(m);
 }
 
+/* bert_default_model_dir: $LIBBERT_MODELDIR first, the places it tried in
+ * the error, the argument checks. */
+static void test_default_model_dir(void)
+{
+    char base[200], dir[4096], want[300], cmd[400];
+    bert_error err;
+    snprintf(base, sizeof base, "%s/models", tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/sentiment' && : > "
+             "'%s/sentiment/config.json'", base, base);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    setenv("LIBBERT_MODELDIR", base, 1);
+    snprintf(want, sizeof want, "%s/sentiment", base);
+    CU_ASSERT_EQUAL(bert_default_model_dir("sentiment", dir, sizeof dir, &err),
+                    BERT_OK);
+    CU_ASSERT_STRING_EQUAL(dir, want);
+    /* a name that is nowhere: every place tried is named */
+    CU_ASSERT_EQUAL(bert_default_model_dir("nosuch", dir, sizeof dir, &err),
+                    BERT_EMISSING);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "nosuch"));
+    snprintf(want, sizeof want, "%s/nosuch or ", base);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+    CU_ASSERT_EQUAL(bert_default_model_dir("sentiment", dir, 8, &err),
+                    BERT_ERANGE);
+    CU_ASSERT_EQUAL(bert_default_model_dir("a/b", dir, sizeof dir, &err),
+                    BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_default_model_dir(NULL, dir, sizeof dir, &err),
+                    BERT_EINVAL);
+    CU_ASSERT_EQUAL(bert_default_model_dir("ner", NULL, 0, &err), BERT_EINVAL);
+    unsetenv("LIBBERT_MODELDIR");
+}
+
 int main(int argc, char **argv)
 {
     const char *sh = getenv("SHARED_DIR");
@@ -251,6 +283,7 @@ int main(int argc, char **argv)
         {"regression_raw_scores", test_regression_raw_scores},
         {"kernels_names", test_kernels_names},
         {"utf8_valid", test_utf8_valid},
+        {"default_model_dir", test_default_model_dir},
     };
     return tu_run_suite("api", setup, teardown, tests,
                         sizeof tests / sizeof tests[0], argc, argv);

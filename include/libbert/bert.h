@@ -200,13 +200,15 @@ BERT_API int bert_model_load(const char *dir, const bert_model_params *params,
 
 /* The directory of an installed default model, `name` "sentiment" or "ner"
  * (the models make install puts under $(pkgdatadir)/models, the directory
- * `pkg-config --variable=modeldir libbert` prints): MODELDIR/NAME, MODELDIR
- * being $LIBBERT_MODELDIR when that environment variable is set and not
- * empty, else the installed one.  Writes the NUL-terminated path to buf
- * (cap bytes) and returns BERT_OK when it holds a config.json;
- * BERT_EMISSING when it does not (the path is still written); BERT_ERANGE
- * when cap is too small; BERT_EINVAL for a NULL argument or a name with a
- * '/'; err filled on failure.  For example:
+ * `pkg-config --variable=modeldir libbert` prints): MODELDIR/NAME for the
+ * first MODELDIR whose NAME holds a config.json among $LIBBERT_MODELDIR
+ * (when that environment variable is set and not empty), the models beside
+ * the running program (BINDIR/../share/libbert/models, so that an installed
+ * tree works from any prefix) and the installed one.  Writes the
+ * NUL-terminated path to buf (cap bytes) and returns BERT_OK;
+ * BERT_EMISSING when none holds it (buf holds the last path tried, err
+ * names them all); BERT_ERANGE when cap is too small; BERT_EINVAL for a
+ * NULL argument or a name with a '/'; err filled on failure.  For example:
  *   char dir[4096];
  *   if (bert_default_model_dir("sentiment", dir, sizeof dir, &err) == 0)
  *       rc = bert_model_load(dir, NULL, &m, &err); */
