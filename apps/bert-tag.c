@@ -266,11 +266,9 @@ int main(int argc, char **argv)
                                    BERT_TASK_TOKEN);
     if (!m)
         return EXIT_BADINPUT;
-    /* By default the aggregation the model was trained for, and a word is
-     * never split between entities: first when the model says nothing. */
+    /* By default the aggregation the model was trained for, else first */
     if (agg < 0)
-        agg = bert_model_aggregation(m) >= 0 ? bert_model_aggregation(m)
-                                             : BERT_AGG_FIRST;
+        agg = bert_model_default_aggregation(m);
     T.params.aggregation = (bert_aggregation)agg;
     if (T.params.stride >= 0 && agg == BERT_AGG_NONE) {
         fprintf(stderr, PROG ": --stride needs an aggregation other than none "

@@ -243,6 +243,12 @@ int bert_model_aggregation(const bert_model *m)
     return m ? m->cfg.aggregation : -1;
 }
 
+bert_aggregation bert_model_default_aggregation(const bert_model *m)
+{
+    int a = bert_model_aggregation(m);
+    return a >= 0 ? (bert_aggregation)a : BERT_AGG_FIRST;
+}
+
 bert_precision bert_model_precision(const bert_model *m)
 {
     return m ? m->mats.prec : BERT_PRECISION_FP32;

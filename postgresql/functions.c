@@ -328,8 +328,7 @@ Datum bert_tag_sql(PG_FUNCTION_ARGS)
     /* default: as bert-tag, what the model's config.json records, else
      * first (whole words) */
     if (k == 5)
-        k = bert_model_aggregation(pm->m) >= 0 ? bert_model_aggregation(pm->m)
-                                               : BERT_AGG_FIRST;
+        k = bert_model_default_aggregation(pm->m);
     params.aggregation = (bert_aggregation)k;
 
     bert_error err;

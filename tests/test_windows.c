@@ -300,6 +300,10 @@ static void token_errors(bert_session *s, const bert_model *m,
     /* the fixture's config.json records no aggregation_strategy */
     CHECK(bert_model_aggregation(m) == -1 && bert_model_aggregation(NULL) == -1,
           "bert_model_aggregation: %d without the key", bert_model_aggregation(m));
+    CHECK(bert_model_default_aggregation(m) == BERT_AGG_FIRST &&
+              bert_model_default_aggregation(NULL) == BERT_AGG_FIRST,
+          "bert_model_default_aggregation: %d without the key",
+          (int)bert_model_default_aggregation(m));
     bert_encoding *enc = bert_encoding_create();
     size_t cap = 8192 * C;
     float *buf = malloc(cap * sizeof *buf);

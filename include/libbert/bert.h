@@ -595,6 +595,12 @@ typedef enum {
     BERT_AGG_MAX
 } bert_aggregation;
 
+/* The aggregation to use when the caller names none: the model's
+ * (bert_model_aggregation), else BERT_AGG_FIRST, which never splits a word
+ * between entities.  The default of bert-tag and of PostgreSQL's
+ * bert_tag(model, text, 'default'). */
+BERT_API bert_aggregation bert_model_default_aggregation(const bert_model *m);
+
 typedef struct bert_tag_params {
     size_t size;            /* sizeof this struct, set by the default
                                function: start from it (docs/abi.md) */
