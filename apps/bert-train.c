@@ -4,15 +4,12 @@
  * <libbert/bert_train.h> (datasets, bert_fit, word2vec, model directories).
  * See --help and docs/training.md.
  */
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,67 +129,35 @@ static double now(void)
 
 /* ---- options ----------------------------------------------------------- */
 
-/* How each option is stored: a string, 1 or 0 into an int, a number into a
- * double, minutes as seconds into a double, a long, float, size_t (<= 0:
- * 0) or uint64_t, a thread count into a long. */
-enum { STR, SET, CLR, DBL, MIN, LNG, FLT, SZ, U64, THR };
-typedef struct {
-    const char *name;
-    int kind;
-    size_t off;
-} optdef;
 #define F(field) offsetof(opts_t, field)
-static const optdef defs[] = {
-    {"quiet", SET, F(quiet)}, /* first: -q */
-    {"init", STR, F(init)}, {"config", STR, F(config)},
-    {"vocab", STR, F(vocab)}, {"task", STR, F(task_name)},
-    {"train", STR, F(train_file)}, {"dev", STR, F(dev)}, {"out", STR, F(out)},
-    {"format", STR, F(format)}, {"text-column", STR, F(data.text_column)},
-    {"pair-column", STR, F(data.pair_column)},
-    {"label-column", STR, F(data.label_column)}, {"labels", STR, F(labels)},
-    {"label-all-subtokens", SET, F(data.label_all_subtokens)},
-    {"lowercase", SET, F(lowercase)}, {"cased", CLR, F(lowercase)},
-    {"epochs", DBL, F(fit.epochs)}, {"batch-size", SZ, F(fit.batch_size)},
-    {"accum", SZ, F(fit.accum)}, {"lr", DBL, F(lr)}, {"warmup", DBL, F(warmup)},
-    {"weight-decay", FLT, F(train.weight_decay)},
-    {"max-grad-norm", FLT, F(train.max_grad_norm)},
-    {"max-length", SZ, F(data.max_length)},
-    {"mlm-probability", DBL, F(fit.mlm_probability)},
-    {"no-dropout", CLR, F(train.dropout)}, {"seed", U64, F(fit.seed)},
-    {"threads", THR, F(threads)}, {"max-minutes", MIN, F(fit.time_limit)},
-    {"save-every", MIN, F(fit.save_every)},
-    {"dev-max", SZ, F(data.max_examples)},
-    {"log-every", LNG, F(log_every)}, {"resume", SET, F(resume)},
-    {"save-state", SET, F(fit.save_state)},
-    {"embedding-lr-scale", FLT, F(train.embedding_lr_scale)},
-    {"sinusoidal-positions", SET, F(sinpos)},
-    {"stop-after-epochs", SZ, F(fit.stop_after_epochs)}};
-enum { N_DEFS = sizeof defs / sizeof defs[0], O_HELP = 256 + N_DEFS, O_VERSION };
-
-/* Stores optarg's value at p as kind says; -1 after a message. */
-static int store(int kind, void *p, const char *arg)
-{
-    char *e;
-    errno = 0;
-    double v = kind >= DBL ? strtod(arg, &e) : 0;
-    if (kind >= DBL && (*arg == 0 || *e || errno || !isfinite(v))) {
-        fprintf(stderr, "bert-train: bad number '%s'\n", arg);
-        return -1;
-    }
-    switch (kind) {
-    case STR: *(const char **)p = arg; break;
-    case SET: *(int *)p = 1; break;
-    case CLR: *(int *)p = 0; break;
-    case DBL: *(double *)p = v; break;
-    case MIN: *(double *)p = v * 60; break;
-    case LNG: *(long *)p = (long)v; break;
-    case FLT: *(float *)p = (float)v; break;
-    case SZ: *(size_t *)p = v > 0 ? (size_t)(long)v : 0; break;
-    case U64: *(uint64_t *)p = (uint64_t)(unsigned long long)v; break;
-    default: return (*(long *)p = app_parse_threads("bert-train", arg)) < 0 ? -1 : 0;
-    }
-    return 0;
-}
+static const app_optdef defs[] = {
+    {"quiet", APP_SET, F(quiet)}, /* first: -q */
+    {"init", APP_STR, F(init)}, {"config", APP_STR, F(config)},
+    {"vocab", APP_STR, F(vocab)}, {"task", APP_STR, F(task_name)},
+    {"train", APP_STR, F(train_file)}, {"dev", APP_STR, F(dev)},
+    {"out", APP_STR, F(out)}, {"format", APP_STR, F(format)},
+    {"text-column", APP_STR, F(data.text_column)},
+    {"pair-column", APP_STR, F(data.pair_column)},
+    {"label-column", APP_STR, F(data.label_column)},
+    {"labels", APP_STR, F(labels)},
+    {"label-all-subtokens", APP_SET, F(data.label_all_subtokens)},
+    {"lowercase", APP_SET, F(lowercase)}, {"cased", APP_CLR, F(lowercase)},
+    {"epochs", APP_DBL, F(fit.epochs)}, {"batch-size", APP_SZ, F(fit.batch_size)},
+    {"accum", APP_SZ, F(fit.accum)}, {"lr", APP_DBL, F(lr)},
+    {"warmup", APP_DBL, F(warmup)},
+    {"weight-decay", APP_FLT, F(train.weight_decay)},
+    {"max-grad-norm", APP_FLT, F(train.max_grad_norm)},
+    {"max-length", APP_SZ, F(data.max_length)},
+    {"mlm-probability", APP_DBL, F(fit.mlm_probability)},
+    {"no-dropout", APP_CLR, F(train.dropout)}, {"seed", APP_U64, F(fit.seed)},
+    {"threads", APP_THR, F(threads)}, {"max-minutes", APP_MIN, F(fit.time_limit)},
+    {"save-every", APP_MIN, F(fit.save_every)},
+    {"dev-max", APP_SZ, F(data.max_examples)},
+    {"log-every", APP_LNG, F(log_every)}, {"resume", APP_SET, F(resume)},
+    {"save-state", APP_SET, F(fit.save_state)},
+    {"embedding-lr-scale", APP_FLT, F(train.embedding_lr_scale)},
+    {"sinusoidal-positions", APP_SET, F(sinpos)},
+    {"stop-after-epochs", APP_SZ, F(fit.stop_after_epochs)}};
 
 /* Fills *o from argv; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -201,24 +166,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   .fit = bert_fit_default_params(),
                   .train = bert_train_default_params(), .threads = 1,
                   .lr = 5e-5, .warmup = 0.1, .lowercase = -1};
-    struct option lo[N_DEFS + 3] = {{"help", 0, 0, O_HELP},
-                                    {"version", 0, 0, O_VERSION}};
-    for (size_t i = 0; i < N_DEFS; i++)
-        lo[i + 2] = (struct option){defs[i].name, defs[i].kind == STR ||
-                                    defs[i].kind >= DBL, 0, 256 + (int)i};
-    int c;
-    while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
-        if (c == 'q')
-            c = 256;
-        if (c == O_VERSION)
-            printf("bert-train (libbert) %s\n", BERT_VERSION_STRING);
-        else if (c < 256 || c == O_HELP)
-            usage(c == O_HELP ? stdout : stderr);
-        if (c < 256 || c >= O_HELP)
-            return c >= O_HELP ? EXIT_OK : EXIT_USAGE;
-        if (store(defs[c - 256].kind, (char *)o + defs[c - 256].off, optarg))
-            return EXIT_USAGE;
-    }
+    int rc = app_options("bert-train", argc, argv, defs,
+                         sizeof defs / sizeof defs[0], o, usage);
+    if (rc >= 0)
+        return rc;
     o->fit.save_state |= o->resume; /* --resume keeps saving the state */
     if (o->task_name)
         o->task = !strcmp(o->task_name, "sequence")     ? BERT_TRAIN_SEQUENCE
@@ -323,22 +274,6 @@ static void on_warning(const char *message, void *user)
 
 /* ---- setup ------------------------------------------------------------- */
 
-/* --out now, so that a bad path fails before any training. */
-static void check_out(const char *out)
-{
-    struct stat st;
-    char probe[4096], tmp[4096];
-    FILE *f;
-    if (mkdir(out, 0755) && errno != EEXIST)
-        fail("cannot create --out %s: %s", out, strerror(errno));
-    if (stat(out, &st) || !S_ISDIR(st.st_mode))
-        fail("--out %s is not a directory", out);
-    snprintf(probe, sizeof probe, "%s/.bert-train-probe", out);
-    if (!(f = app_create(probe, tmp)))
-        fail("cannot write into --out %s: %s", out, strerror(errno));
-    app_discard(f, tmp);
-}
-
 /* The labels of --labels A,B,... into o->data (kept in *buf). */
 static void split_labels(opts_t *o, char **buf)
 {
@@ -386,7 +321,8 @@ int main(int argc, char **argv)
     ui_t ui = {&o, isatty(2) && !o.quiet, 0, -1};
     bert_error err;
     bert_tokenizer *tok;
-    check_out(o.out);
+    if (app_out_dir("bert-train", "--out", o.out)) /* before any training */
+        exit(EXIT_BADINPUT);
     if (bert_tokenizer_load_for_training(vocab_dir, o.lowercase, &tok, &err))
         fail("%s", err.text);
     /* RoBERTa: the word-level tasks only (mlm and embeddings pack or count

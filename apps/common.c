@@ -8,6 +8,9 @@
 #include "libbert/atomicfile.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,4 +211,98 @@ int app_commit(FILE *f, const char *tmp, const char *path)
 void app_discard(FILE *f, const char *tmp)
 {
     bert__file_discard(f, tmp);
+}
+
+int app_out_dir(const char *prog, const char *opt, const char *dir)
+{
+    struct stat st;
+    char probe[4200], tmp[4300];
+    FILE *f;
+    const char *sp = *opt ? " " : "";
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "%s: cannot create %s%s%s: %s\n", prog, opt, sp, dir,
+                strerror(errno));
+        return -1;
+    }
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: %s%s%s is not a directory\n", prog, opt, sp, dir);
+        return -1;
+    }
+    if (snprintf(probe, sizeof probe, "%s/.libbert-probe", dir) >=
+            (int)sizeof probe) {
+        fprintf(stderr, "%s: %s%s%s: path too long\n", prog, opt, sp, dir);
+        return -1;
+    }
+    if (!(f = app_create(probe, tmp))) {
+        fprintf(stderr, "%s: cannot write into %s%s%s: %s\n", prog, opt, sp,
+                dir, strerror(errno));
+        return -1;
+    }
+    app_discard(f, tmp);
+    return 0;
+}
+
+/* ---- option tables ---- */
+
+/* Stores arg's value at p as kind says; -1 after a message. */
+static int opt_store(const char *prog, int kind, void *p, const char *arg)
+{
+    char *e;
+    errno = 0;
+    double v = kind >= APP_DBL ? strtod(arg, &e) : 0;
+    if (kind >= APP_DBL && (*arg == 0 || *e || errno || !isfinite(v))) {
+        fprintf(stderr, "%s: bad number '%s'\n", prog, arg);
+        return -1;
+    }
+    switch (kind) {
+    case APP_STR: *(const char **)p = arg; break;
+    case APP_SET: *(int *)p = 1; break;
+    case APP_CLR: *(int *)p = 0; break;
+    case APP_DBL: *(double *)p = v; break;
+    case APP_MIN: *(double *)p = v * 60; break;
+    case APP_LNG: *(long *)p = (long)v; break;
+    case APP_FLT: *(float *)p = (float)v; break;
+    case APP_SZ: *(size_t *)p = v > 0 ? (size_t)(long)v : 0; break;
+    case APP_U64: *(uint64_t *)p = (uint64_t)(unsigned long long)v; break;
+    default: return (*(long *)p = app_parse_threads(prog, arg)) < 0 ? -1 : 0;
+    }
+    return 0;
+}
+
+int app_options(const char *prog, int argc, char **argv,
+                const app_optdef *defs, size_t n, void *base,
+                void (*usage)(FILE *))
+{
+    enum { O_HELP = 1, O_VERSION = 2, O_FIRST = 256 };
+    struct option *lo = calloc(n + 3, sizeof *lo);
+    if (!lo) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return EXIT_BADINPUT;
+    }
+    lo[0] = (struct option){"help", 0, 0, O_HELP};
+    lo[1] = (struct option){"version", 0, 0, O_VERSION};
+    for (size_t i = 0; i < n; i++)
+        lo[i + 2] = (struct option){defs[i].name, defs[i].kind == APP_STR ||
+                                    defs[i].kind >= APP_DBL, 0,
+                                    O_FIRST + (int)i};
+    int c, rc = -1;
+    while (rc < 0 && (c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
+        if (c == 'q')
+            c = O_FIRST; /* -q: the table's first entry */
+        if (c == O_VERSION) {
+            printf("%s (libbert) %s\n", prog, BERT_VERSION_STRING);
+            rc = EXIT_OK;
+        } else if (c == O_HELP) {
+            usage(stdout);
+            rc = EXIT_OK;
+        } else if (c < O_FIRST) {
+            usage(stderr);
+            rc = EXIT_USAGE;
+        } else if (opt_store(prog, defs[c - O_FIRST].kind,
+                             (char *)base + defs[c - O_FIRST].off, optarg)) {
+            rc = EXIT_USAGE;
+        }
+    }
+    free(lo);
+    return rc;
 }

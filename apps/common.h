@@ -65,6 +65,30 @@ FILE *app_create(const char *path, char *tmp);
 int app_commit(FILE *f, const char *tmp, const char *path);
 void app_discard(FILE *f, const char *tmp);
 
+/* An output directory checked before long work: created when missing, a
+ * directory, taking new files.  0, or -1 after "PROG: ..." on stderr
+ * naming option opt ("--out"; "" for an operand) and dir. */
+int app_out_dir(const char *prog, const char *opt, const char *dir);
+
+/* Options from a table: each long option --NAME stores into the struct at
+ * base + off as its kind says: a string (the argument), 1 or 0 into an int,
+ * a number into a double, minutes as seconds into a double, a long, a
+ * float, a size_t (<= 0: 0), a uint64_t, or a thread count (--threads
+ * rules) into a long.  The table's first entry is also -q.  --help prints
+ * usage(stdout), --version "PROG (libbert) VERSION".  Returns -1 to go on
+ * (optind at the first operand), EXIT_OK after --help/--version, or
+ * EXIT_USAGE after a message (an unknown option: usage(stderr)). */
+enum { APP_STR, APP_SET, APP_CLR, APP_DBL, APP_MIN, APP_LNG, APP_FLT,
+       APP_SZ, APP_U64, APP_THR };
+typedef struct {
+    const char *name;
+    int kind;
+    size_t off;
+} app_optdef;
+int app_options(const char *prog, int argc, char **argv,
+                const app_optdef *defs, size_t n, void *base,
+                void (*usage)(FILE *));
+
 /* ---- in common_model.c, for the tools that link libbert ---- */
 
 /* One JSON Lines input record: {"text": STRING, "text_pair": STRING or
