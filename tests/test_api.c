@@ -181,6 +181,30 @@ static void test_kernels_names(void)
     CU_ASSERT(bert_kernels_supported(bert_kernels_best()));
     CU_ASSERT(bert_kernels_supported(BERT_KERNELS_BLIS));
     CU_ASSERT_FALSE(bert_kernels_supported((bert_kernels)42));
+    /* precisions: names and back */
+    const bert_precision ps[3] = {BERT_PRECISION_FP32, BERT_PRECISION_BF16,
+                                  BERT_PRECISION_INT8};
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(bert_precision_from_name(bert_precision_name(ps[i])),
+                        (int)ps[i]);
+    CU_ASSERT_EQUAL(bert_precision_from_name("int8"), BERT_PRECISION_INT8);
+    CU_ASSERT_EQUAL(bert_precision_from_name("fp16"), -1);
+    CU_ASSERT_EQUAL(bert_precision_from_name(NULL), -1);
+}
+
+/* bert_model_has_pooler: BertForSequenceClassification has one,
+ * BertForTokenClassification none. */
+static void test_has_pooler(void)
+{
+    bert_model *m;
+    bert_error err;
+    CU_ASSERT_EQUAL(bert_model_has_pooler(NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(fix_seq, NULL, &m, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_model_has_pooler(m), 1);
+    bert_model_free(m);
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(fix_tok, NULL, &m, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_model_has_pooler(m), 0);
+    bert_model_free(m);
 }
 
 static void test_regression_raw_scores(void)
@@ -284,6 +308,7 @@ int main(int argc, char **argv)
         {"kernels_names", test_kernels_names},
         {"utf8_valid", test_utf8_valid},
         {"default_model_dir", test_default_model_dir},
+        {"has_pooler", test_has_pooler},
     };
     return tu_run_suite("api", setup, teardown, tests,
                         sizeof tests / sizeof tests[0], argc, argv);
