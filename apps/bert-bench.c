@@ -563,7 +563,8 @@ int main(int argc, char **argv)
     if (!sh) {
         model_shape = (bench_shape){o.model, cfg->is_distilbert, (int)cfg->layers,
                                     (int)cfg->hidden, (int)cfg->heads,
-                                    (int)cfg->intermediate};
+                                    (int)cfg->intermediate, cfg->vocab_size,
+                                    cfg->max_position, cfg->num_labels};
         sh = &model_shape;
     }
     const char *name = o.shape ? o.shape : o.model;

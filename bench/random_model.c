@@ -1,6 +1,8 @@
 /* random_model.c - random-weight model directories for bert-bench. */
 #include "bench/random_model.h"
 #include "libbert/arch.h"
+#include "libbert/config.h"
+#include "libbert/safetensors.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,14 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { VOCAB = 30522, MAX_POS = 512, TYPES = 2, LABELS = 2 };
+enum { TYPES = 2 };
+#define VOCAB(sh) ((sh)->vocab ? (sh)->vocab : 30522)
+#define MAX_POS(sh) ((sh)->max_pos ? (sh)->max_pos : 512)
+#define LABELS(sh) ((sh)->labels ? (sh)->labels : 2)
 
 static const bench_shape shapes[] = {
-    {"bert-base", 0, 12, 768, 12, 3072},
-    {"distilbert-base", 1, 6, 768, 12, 3072},
-    {"distilbert-base-like", 0, 6, 768, 12, 3072}, /* the ORT shape */
-    {"minilm-l6-h384", 0, 6, 384, 12, 1536},
-    {"bert-tiny", 0, 2, 128, 2, 512},
+    {"bert-base", 0, 12, 768, 12, 3072, 0, 0, 0},
+    {"distilbert-base", 1, 6, 768, 12, 3072, 0, 0, 0},
+    {"distilbert-base-like", 0, 6, 768, 12, 3072, 0, 0, 0}, /* the ORT shape */
+    {"minilm-l6-h384", 0, 6, 384, 12, 1536, 0, 0, 0},
+    {"bert-tiny", 0, 2, 128, 2, 512, 0, 0, 0},
 };
 
 const bench_shape *bench_shape_find(const char *name)
@@ -38,7 +43,7 @@ double bench_flops(const bench_shape *sh, size_t n)
     double H = sh->hidden, I = sh->inter, T = (double)n;
     double layer = 2.0 * T * (4.0 * H * H + 2.0 * H * I) /* dense */
                    + 4.0 * T * T * H;                     /* QK^T, PV */
-    return sh->layers * layer + 2.0 * H * H + 2.0 * H * LABELS;
+    return sh->layers * layer + 2.0 * H * H + 2.0 * H * (double)LABELS(sh);
 }
 
 double bench_flops_cls(const bench_shape *sh, size_t n)
@@ -48,7 +53,8 @@ double bench_flops_cls(const bench_shape *sh, size_t n)
     double last = 2.0 * T * 2.0 * H * H                 /* keys, values */
                   + 2.0 * (2.0 * H * H + 2.0 * H * I)   /* query, output, FFN */
                   + 4.0 * T * H;                        /* one query row */
-    return (sh->layers - 1) * layer + last + 2.0 * H * H + 2.0 * H * LABELS;
+    return (sh->layers - 1) * layer + last + 2.0 * H * H +
+           2.0 * H * (double)LABELS(sh);
 }
 
 /* ---- tensor list ---------------------------------------------------------- */
@@ -95,8 +101,8 @@ static int add(void *ctx, const bert_arch_tensor *x)
 static int build_list(const bench_shape *sh, tensor_list *l)
 {
     size_t H = (size_t)sh->hidden, I = (size_t)sh->inter;
-    bert_arch_shape shape = {VOCAB, MAX_POS, sh->distil ? 0 : TYPES,
-                             H, H, I, (size_t)sh->layers, LABELS,
+    bert_arch_shape shape = {VOCAB(sh), MAX_POS(sh), sh->distil ? 0 : TYPES,
+                             H, H, I, (size_t)sh->layers, LABELS(sh),
                              !sh->distil, sh->distil, 0};
     return bert__arch_tensors(
         bert__arch_of(sh->distil ? BERT_FAMILY_DISTILBERT : BERT_FAMILY_BERT),
@@ -114,42 +120,70 @@ static uint64_t next(uint64_t *s)
     return *s * 0x2545F4914F6CDD1DULL;
 }
 
+/* config.json through libbert's one config writer: a sequence classifier,
+ * labels NEGATIVE, POSITIVE (two) or LABEL_i, erf GELU, eps 1e-12. */
 static int write_config(const char *dir, const bench_shape *sh, char *err,
                         size_t errlen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    char path[4096], names[64][16];
+    char *labels[64];
+    size_t C = LABELS(sh);
+    if (C > 64) {
+        snprintf(err, errlen, "at most 64 labels");
         return -1;
     }
-    if (sh->distil)
-        fprintf(f,
-                "{\n  \"architectures\": [\"DistilBertForSequenceClassification\"],\n"
-                "  \"model_type\": \"distilbert\",\n  \"vocab_size\": %d,\n"
-                "  \"dim\": %d,\n  \"n_layers\": %d,\n  \"n_heads\": %d,\n"
-                "  \"hidden_dim\": %d,\n  \"activation\": \"gelu\",\n"
-                "  \"max_position_embeddings\": %d,\n  \"pad_token_id\": 0,\n"
-                "  \"id2label\": {\"0\": \"NEGATIVE\", \"1\": \"POSITIVE\"}\n}\n",
-                VOCAB, sh->hidden, sh->layers, sh->heads, sh->inter, MAX_POS);
-    else
-        fprintf(f,
-                "{\n  \"architectures\": [\"BertForSequenceClassification\"],\n"
-                "  \"model_type\": \"bert\",\n  \"vocab_size\": %d,\n"
-                "  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n"
-                "  \"num_attention_heads\": %d,\n  \"intermediate_size\": %d,\n"
-                "  \"hidden_act\": \"gelu\",\n  \"max_position_embeddings\": %d,\n"
-                "  \"type_vocab_size\": %d,\n  \"layer_norm_eps\": 1e-12,\n"
-                "  \"pad_token_id\": 0,\n"
-                "  \"id2label\": {\"0\": \"NEGATIVE\", \"1\": \"POSITIVE\"}\n}\n",
-                VOCAB, sh->hidden, sh->layers, sh->heads, sh->inter, MAX_POS,
-                TYPES);
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    for (size_t i = 0; i < C; i++) {
+        snprintf(names[i], sizeof names[i], "%s",
+                 C == 2 ? (i ? "POSITIVE" : "NEGATIVE") : "");
+        if (C != 2)
+            snprintf(names[i], sizeof names[i], "LABEL_%zu", i);
+        labels[i] = names[i];
+    }
+    bert_cfg c;
+    memset(&c, 0, sizeof c);
+    c.pub = (bert_config){sh->distil, BERT_TASK_SEQUENCE, BERT_ACT_GELU,
+                          BERT_PROBLEM_SINGLE_LABEL, VOCAB(sh),
+                          (size_t)sh->hidden, (size_t)sh->layers,
+                          (size_t)sh->heads, (size_t)sh->inter, MAX_POS(sh),
+                          sh->distil ? 0 : TYPES, C, 1e-12f, 0.1f, 0.1f, 0.1f,
+                          sh->distil ? BERT_FAMILY_DISTILBERT : BERT_FAMILY_BERT,
+                          (size_t)sh->hidden};
+    snprintf(c.model_type, sizeof c.model_type, "%s",
+             sh->distil ? "distilbert" : "bert");
+    c.labels = labels;
+    c.pad_token_id = 0;
+    c.init_range = 0.02f;
+    c.qa_dropout = 0.1f;
+    c.aggregation = -1;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    bert_error e;
+    if (bert__config_write(&c, sh->distil ? "DistilBertForSequenceClassification"
+                                          : "BertForSequenceClassification",
+                           path, &e)) {
+        snprintf(err, errlen, "%s", e.text);
         return -1;
     }
     return 0;
+}
+
+/* The random values, tensor after tensor from one generator (the order the
+ * writer fills them in): uniform in [-a, a], whose std a / sqrt(3) is
+ * BERT's 0.02, plus 1 for LayerNorm weights. */
+typedef struct {
+    uint64_t *s;
+    int one;
+} fill_ctx;
+
+static void fill_random(void *ctx, size_t at, void *buf, size_t n)
+{
+    const fill_ctx *c = ctx;
+    const float a = 0.02f * sqrtf(3.0f);
+    float *f = buf;
+    (void)at;
+    for (size_t j = 0; j < n / sizeof *f; j++) {
+        float u = a * (2.0f * (float)(next(c->s) >> 40) / 16777216.0f - 1.0f);
+        f[j] = c->one ? 1.0f + u : u;
+    }
 }
 
 int bench_write_random_model(const char *dir, const bench_shape *sh,
@@ -158,90 +192,33 @@ int bench_write_random_model(const char *dir, const bench_shape *sh,
 {
     tensor_list l = {0};
     char path[4096];
-    char *hdr = NULL;
-    float *buf = NULL;
-    FILE *f = NULL;
     int rc = -1;
-
     if (write_config(dir, sh, err, errlen))
         return -1;
-    if (build_list(sh, &l)) {
+    bert_st_wtensor *w = NULL;
+    fill_ctx *fc = NULL;
+    if (build_list(sh, &l) || !(w = calloc(l.n, sizeof *w)) ||
+        !(fc = calloc(l.n, sizeof *fc))) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    /* Header: names are plain ASCII, no escaping needed. */
-    size_t cap = 256 + l.n * 200, len = 0, off = 0, maxelem = 0;
-    hdr = malloc(cap + 64);
-    if (!hdr) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    len += (size_t)snprintf(hdr + len, cap - len,
-                            "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (size_t i = 0; i < l.n; i++) {
-        const tensor_spec *t = &l.t[i];
-        size_t ne = t->rows * (t->cols ? t->cols : 1);
-        if (ne > maxelem)
-            maxelem = ne;
-        if (t->cols)
-            len += (size_t)snprintf(hdr + len, cap - len,
-                                    ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu,%zu],"
-                                    "\"data_offsets\":[%zu,%zu]}",
-                                    t->name, t->rows, t->cols, off, off + 4 * ne);
-        else
-            len += (size_t)snprintf(hdr + len, cap - len,
-                                    ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu],"
-                                    "\"data_offsets\":[%zu,%zu]}",
-                                    t->name, t->rows, off, off + 4 * ne);
-        off += 4 * ne;
-    }
-    hdr[len++] = '}';
-    while ((8 + len) % 64) /* data section 64-byte aligned in the file */
-        hdr[len++] = ' ';
-
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    f = fopen(path, "wb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    unsigned char n8[8];
-    for (int i = 0; i < 8; i++)
-        n8[i] = (unsigned char)((uint64_t)len >> (8 * i));
-    buf = malloc(maxelem * sizeof *buf);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    if (fwrite(n8, 1, 8, f) != 8 || fwrite(hdr, 1, len, f) != len)
-        goto io;
     uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-    /* Uniform in [-a, a] has std a / sqrt(3): std 0.02 as BERT's init. */
-    const float a = 0.02f * sqrtf(3.0f);
     for (size_t i = 0; i < l.n; i++) {
         const tensor_spec *t = &l.t[i];
-        size_t ne = t->rows * (t->cols ? t->cols : 1);
-        for (size_t j = 0; j < ne; j++) {
-            float u = a * (2.0f * (float)(next(&s) >> 40) / 16777216.0f - 1.0f);
-            buf[j] = t->fill == FILL_ONE ? 1.0f + u : u;
-        }
-        if (fwrite(buf, sizeof *buf, ne, f) != ne)
-            goto io;
+        fc[i] = (fill_ctx){&s, t->fill == FILL_ONE};
+        w[i] = (bert_st_wtensor){t->name, BERT_DT_F32, t->cols ? 2 : 1,
+                                 {t->rows, t->cols}, NULL, fill_random,
+                                 &fc[i]};
     }
-    if (fclose(f) != 0) {
-        f = NULL;
-        goto io;
-    }
-    f = NULL;
-    rc = 0;
-    goto out;
-io:
-    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    bert_error e;
+    if (bert__st_write(path, w, l.n, &e))
+        snprintf(err, errlen, "%s", e.text);
+    else
+        rc = 0;
 out:
-    if (f)
-        fclose(f);
-    free(buf);
-    free(hdr);
+    free(w);
+    free(fc);
     free(l.t);
     return rc;
 }

@@ -10,6 +10,7 @@ typedef struct bench_shape {
     const char *name;
     int distil;          /* DistilBertForSequenceClassification, else Bert */
     int layers, hidden, heads, inter;
+    size_t vocab, max_pos, labels; /* 0: 30522, 512, 2 */
 } bench_shape;
 
 /* The shapes of ../shared/bench/ort (plus a real DistilBERT layout);
@@ -20,9 +21,10 @@ const bench_shape *bench_shape_find(const char *name);
 const char *bench_shape_names(void);
 
 /* Writes dir/config.json and dir/model.safetensors (sequence
- * classification, 2 labels; every weight and bias uniform with std 0.02,
- * LayerNorm weights 1 + that, deterministic in seed).  dir must exist.
- * Returns 0, or -1 with a message in err. */
+ * classification; every weight and bias uniform with std 0.02, LayerNorm
+ * weights 1 + that, deterministic in seed), streamed tensor by tensor
+ * through libbert's safetensors writer.  dir must exist.  Returns 0, or -1
+ * with a message in err.  bert-bench's --shape and bert-mkmodel. */
 int bench_write_random_model(const char *dir, const bench_shape *sh,
                              unsigned long long seed, char *err,
                              size_t errlen);

@@ -487,12 +487,12 @@ int bert__st_write(const char *path, const bert_st_wtensor *t, size_t n,
         size_t ds = bert__st_dtype_size(t[i].dtype);
         size_t ne = 1;
         if (!t[i].name || !*t[i].name || ds == 0 || t[i].ndim < 0 ||
-            t[i].ndim > BERT_ST_MAX_DIMS ||
+            t[i].ndim > BERT_ST_MAX_DIMS || (!t[i].data && !t[i].fill) ||
             strcmp(t[i].name, "__metadata__") == 0 ||
             json_object_get(root, t[i].name)) {
             rc = bert__err(err, BERT_EINVAL,
                            "%s: tensor %zu: bad or duplicate name, dtype or "
-                           "ndim",
+                           "ndim, or no data",
                            path, i);
             goto out;
         }
@@ -523,7 +523,7 @@ int bert__st_write(const char *path, const bert_st_wtensor *t, size_t n,
         goto out;
     }
     size_t hl = strlen(hdr);
-    size_t pad = (8 - hl % 8) % 8;
+    size_t pad = (64 - (8 + hl) % 64) % 64;
     uint64_t hlen = hl + pad;
     unsigned char lenb[8];
     for (int i = 0; i < 8; i++)
@@ -542,8 +542,16 @@ int bert__st_write(const char *path, const bert_st_wtensor *t, size_t n,
         for (int d = 0; d < t[i].ndim; d++)
             ne *= t[i].shape[d];
         size_t nb = ne * bert__st_dtype_size(t[i].dtype);
-        if (nb && fwrite(t[i].data, 1, nb, fp) != nb)
-            bad = 1;
+        if (t[i].data) {
+            bad = nb && fwrite(t[i].data, 1, nb, fp) != nb;
+            continue;
+        }
+        unsigned char piece[1 << 16];
+        for (size_t at = 0; at < nb && !bad; at += sizeof piece) {
+            size_t k = nb - at < sizeof piece ? nb - at : sizeof piece;
+            t[i].fill(t[i].ctx, at, piece, k);
+            bad = fwrite(piece, 1, k, fp) != k;
+        }
     }
     if (fclose(fp) != 0)
         bad = 1;

@@ -107,19 +107,29 @@ int bert__st_to_i64(const bert_st_tensor *t, int64_t *dst);
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* A tensor to write: `data` holds nelem * dtype-size bytes, little-endian. */
+/* A tensor to write: `data` holds nelem * dtype-size bytes, little-endian;
+ * or, when data is NULL, fill produces them: called for consecutive
+ * pieces, fill(ctx, at, buf, n) writes the n bytes from byte `at` of the
+ * tensor into buf (tensors are filled in the order given, so a generator
+ * may keep its state in ctx).  Lets writers of large generated models
+ * (bert-bench's random BERT-base) stream instead of holding them. */
 typedef struct bert_st_wtensor {
     const char *name;
     bert_dtype dtype;
     int ndim;
     size_t shape[BERT_ST_MAX_DIMS];
     const void *data;
+    void (*fill)(void *ctx, size_t at, void *buf, size_t n);
+    void *ctx;
 } bert_st_wtensor;
 
 /* Writes n tensors to `path` (created or truncated) in the given order,
- * header padded with spaces to a multiple of 8 bytes and
- * {"__metadata__":{"format":"pt"}}.  Returns BERT_OK, BERT_EINVAL (bad
- * names/dims, duplicate names), BERT_EIO, BERT_ENOMEM. */
+ * with {"__metadata__":{"format":"pt"}}, the header padded with spaces so
+ * that the data starts 64 bytes into a line of the file (a multiple of 8,
+ * as the format asks, and aligned for the kernels that read weights in
+ * place).  Returns BERT_OK, BERT_EINVAL (bad names/dims, duplicate names,
+ * neither data nor fill), BERT_EIO, BERT_ENOMEM.  The one safetensors
+ * writer: the trainer, bert-mkmodel and bert-bench's random models. */
 int bert__st_write(const char *path, const bert_st_wtensor *t, size_t n,
                    bert_error *err);
 
