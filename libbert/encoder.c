@@ -85,8 +85,9 @@ static void dropout(float *x, size_t n, float p, const bert__keep *kp,
     if (p <= 0.0f)
         return;
     float sc = 1.0f / (1.0f - p);
+    uint64_t key = bert__t_mask_key(kp->seed, stream);
     for (size_t i = 0; i < n; i++)
-        x[i] = bert__t_keep(kp->seed, stream, base + i, p) ? x[i] * sc : 0.0f;
+        x[i] = bert__t_keep_at(key, base + i, p) ? x[i] * sc : 0.0f;
 }
 
 /* x (T,E) = LayerNorm(word[id] + type[tt] + pos[p]) per sequence

@@ -8,17 +8,9 @@
 
 /* ---- counter-based random numbers -------------------------------------- */
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static uint64_t hash3(uint64_t seed, uint64_t stream, uint64_t idx)
 {
-    return mix64(mix64(mix64(seed) ^ stream) ^ idx);
+    return bert__t_mix64(bert__t_mask_key(seed, stream) ^ idx);
 }
 
 double bert__t_uniform(uint64_t seed, uint64_t stream, uint64_t idx)
@@ -37,9 +29,7 @@ double bert__t_normal(uint64_t seed, uint64_t stream, uint64_t idx)
 
 int bert__t_keep(uint64_t seed, uint64_t stream, uint64_t idx, float p)
 {
-    uint64_t h = hash3(seed, stream, idx);
-    float u = (float)(h >> 40) * (1.0f / 16777216.0f);
-    return u >= p;
+    return bert__t_keep_at(bert__t_mask_key(seed, stream), idx, p);
 }
 
 /* ---- the float kernels ------------------------------------------------- */

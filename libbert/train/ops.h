@@ -111,6 +111,27 @@ void bert__t_dropout(float *x, size_t n, float p, uint64_t seed,
                      uint64_t stream, int n_threads);
 /* 1 when element idx of (seed, stream) is kept at drop probability p. */
 int bert__t_keep(uint64_t seed, uint64_t stream, uint64_t idx, float p);
+
+/* The same for loops over many elements of one (seed, stream): the hash is
+ * mix(mix(mix(seed) ^ stream) ^ idx), whose first two rounds are the
+ * stream's key, computed once: bert__t_keep_at(bert__t_mask_key(seed,
+ * stream), idx, p) == bert__t_keep(seed, stream, idx, p). */
+static inline uint64_t bert__t_mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static inline uint64_t bert__t_mask_key(uint64_t seed, uint64_t stream)
+{
+    return bert__t_mix64(bert__t_mix64(seed) ^ stream);
+}
+static inline int bert__t_keep_at(uint64_t key, uint64_t idx, float p)
+{
+    float u = (float)(bert__t_mix64(key ^ idx) >> 40) * (1.0f / 16777216.0f);
+    return u >= p;
+}
 /* Uniform double in [0,1) from (seed, stream, idx). */
 double bert__t_uniform(uint64_t seed, uint64_t stream, uint64_t idx);
 /* Standard normal from (seed, stream, idx). */

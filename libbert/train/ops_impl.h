@@ -282,9 +282,10 @@ void OPS(dropout)(real *x, size_t n, real p, uint64_t seed, uint64_t stream,
         return;
     int nth = clamp_threads(n_threads);
     real sc = (real)1 / ((real)1 - p);
+    uint64_t key = bert__t_mask_key(seed, stream);
     OMP_FOR
     for (size_t i = 0; i < n; i++)
-        x[i] = bert__t_keep(seed, stream, i, (float)p) ? x[i] * sc : 0;
+        x[i] = bert__t_keep_at(key, i, (float)p) ? x[i] * sc : 0;
 }
 
 /* ---- attention --------------------------------------------------------- */
@@ -308,8 +309,9 @@ static void OPS(block_of)(const size_t *lens, size_t NH, size_t bh,
 static real *OPS(drop_probs)(real *Pd, const real *S, size_t n, size_t at,
                              real p, real dsc, uint64_t seed, uint64_t stream)
 {
+    uint64_t key = bert__t_mask_key(seed, stream);
     for (size_t i = 0; i < n * n; i++)
-        Pd[i] = bert__t_keep(seed, stream, at + i, (float)p) ? S[i] * dsc : 0;
+        Pd[i] = bert__t_keep_at(key, at + i, (float)p) ? S[i] * dsc : 0;
     return Pd;
 }
 
@@ -368,6 +370,7 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
     size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
     real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
+    uint64_t key = bert__t_mask_key(seed, stream);
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
@@ -392,7 +395,7 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
             const real *s = S + i * n;
             if (p > 0) {
                 for (size_t j = 0; j < n; j++) {
-                    if (!bert__t_keep(seed, stream, at + i * n + j, (float)p))
+                    if (!bert__t_keep_at(key, at + i * n + j, (float)p))
                         r[j] = 0;
                     else
                         r[j] *= dsc;
