@@ -134,8 +134,8 @@ static void embeddings_forward(const bert__enc *e, float *x,
     if (kp) {
         bert__t_layernorm_forward(x, kp->emean, kp->erstd, sum, w->emb_ln_w,
                                   w->emb_ln_b, T, H, c->layer_norm_eps, nt);
-        dropout(x, T * H, kp->p_hidden, kp,
-                bert__t_stream(kp->micro, 0, BERT_T_SITE_EMB), 0);
+        bert__t_dropout(x, T * H, kp->p_hidden, kp->seed,
+                        bert__t_stream(kp->micro, 0, BERT_T_SITE_EMB), nt);
         return;
     }
     PAR_ROWS(nt, T)
@@ -357,12 +357,17 @@ static void residual_norm(const bert__enc *e, float *out, const float *res,
     size_t H = c->hidden;
     int nt = e->n_threads;
     if (r) {
-        for (size_t t = 0; t < R; t++)
-            for (size_t i = 0; i < H; i++)
-                y[t * H + i] += b[i];
-        dropout(y, R * H, p, kp, stream, 0);
-        for (size_t i = 0; i < R * H; i++)
-            r[i] = res[i] + y[i];
+        PAR_ROWS(nt, R)
+        {
+            size_t t0, t1;
+            row_range(R, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+            for (size_t t = t0; t < t1; t++)
+                for (size_t i = 0; i < H; i++)
+                    y[t * H + i] += b[i];
+            dropout(y + t0 * H, (t1 - t0) * H, p, kp, stream, t0 * H);
+            for (size_t i = t0 * H; i < t1 * H; i++)
+                r[i] = res[i] + y[i];
+        }
         bert__t_layernorm_forward(out, mean, rstd, r, gamma, beta, R, H,
                                   c->layer_norm_eps, nt);
         return;
@@ -384,14 +389,14 @@ static void activation(const bert__enc *e, float *inter, const float *b,
     const bert_config *c = &e->cfg->pub;
     size_t I = c->intermediate;
     int nt = e->n_threads;
-    if (pre)
-        for (size_t t = 0; t < R; t++)
-            for (size_t i = 0; i < I; i++)
-                pre[t * I + i] = inter[t * I + i] + b[i];
     PAR_ROWS(nt, R)
     {
         size_t t0, t1;
         row_range(R, THREAD_ID(), THREAD_COUNT(), &t0, &t1);
+        if (pre)
+            for (size_t t = t0; t < t1; t++)
+                for (size_t i = 0; i < I; i++)
+                    pre[t * I + i] = inter[t * I + i] + b[i];
         bert__bias_act_forward(inter + t0 * I, b, t1 - t0, I, c->act);
     }
 }

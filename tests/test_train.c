@@ -292,7 +292,7 @@ enum { CN = 5, CC = 7 };
 static double ce_loss(void *v)
 {
     ce_ctx *c = v;
-    return bert__td_crossentropy(NULL, c->logits, c->tg, CN, CC, 1.0);
+    return bert__td_crossentropy(NULL, c->logits, c->tg, CN, CC, 1.0, 2);
 }
 
 static void test_crossentropy(void)
@@ -303,7 +303,7 @@ static void test_crossentropy(void)
     filld(d, CN * CC, 51, 1); /* dlogits is written, not accumulated */
     ce_ctx c = {logits, tg};
     const double scale = 0.25;
-    bert__td_crossentropy(d, logits, tg, CN, CC, scale);
+    bert__td_crossentropy(d, logits, tg, CN, CC, scale, 1);
     for (int j = 0; j < CC; j++)
         CU_ASSERT(d[CC + j] == 0.0);
     check_fd("dlogits", logits, CN * CC, d, NULL, scale, ce_loss, &c);
@@ -525,8 +525,8 @@ static void test_float_vs_double(void)
         int32_t tg[9] = {3, -100, 30, 0, 7, -1, 12, 12, 5};
         double *l = rndd(N * C, 120, 4), *d = malloc(N * C * 8);
         float *fl = tof(l, N * C), *fd = malloc(N * C * 4);
-        double loss = bert__td_crossentropy(d, l, tg, N, C, 0.5);
-        double floss = bert__t_crossentropy(fd, fl, tg, N, C, 0.5f);
+        double loss = bert__td_crossentropy(d, l, tg, N, C, 0.5, 1);
+        double floss = bert__t_crossentropy(fd, fl, tg, N, C, 0.5f, 2);
         printf("\n  cross-entropy: ");
         double le = fabs(floss - loss) / fabs(loss);
         printf("loss %.1e ", le);

@@ -143,7 +143,7 @@ double bert__t_normal(uint64_t seed, uint64_t stream, uint64_t idx);
  * (dlogits may be NULL: loss only). */
 double bert__t_crossentropy(float *dlogits, const float *logits,
                             const int32_t *targets, size_t N, size_t C,
-                            float scale);
+                            float scale, int n_threads);
 
 /* The same kernels in double precision (ops_double.c, linked into the tests
  * only, for finite-difference checks).  Same contracts as above; dropout
@@ -195,6 +195,6 @@ void bert__td_dropout(double *x, size_t n, double p, uint64_t seed,
                       uint64_t stream, int n_threads);
 double bert__td_crossentropy(double *dlogits, const double *logits,
                              const int32_t *targets, size_t N, size_t C,
-                             double scale);
+                             double scale, int n_threads);
 
 #endif

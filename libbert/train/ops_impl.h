@@ -19,6 +19,7 @@
  * through <tgmath.h> (exp of a float is expf) and constants are (real)
  * casts of literals, so both instantiations run the same code.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <tgmath.h>
 #ifdef _OPENMP
@@ -416,33 +417,51 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
 /* ---- loss -------------------------------------------------------------- */
 
 /* The log-sum-exp and the loss are summed in double whatever real is. */
+/* One row's loss (0 for an ignored target) and its dlogits. */
+static double OPS(ce_row)(real *d, const real *l, int32_t target, size_t C,
+                          real scale)
+{
+    if (target < 0 || (size_t)target >= C) {
+        if (d)
+            memset(d, 0, C * sizeof(real));
+        return 0.0;
+    }
+    real mx = l[0];
+    for (size_t c = 1; c < C; c++)
+        mx = l[c] > mx ? l[c] : mx;
+    double sum = 0.0;
+    for (size_t c = 0; c < C; c++)
+        sum += exp((double)(l[c] - mx));
+    double lse = log(sum) + mx;
+    if (d)
+        for (size_t c = 0; c < C; c++) {
+            double pr = exp((double)l[c] - lse);
+            d[c] = (real)(scale * (pr - (c == (size_t)target)));
+        }
+    return lse - l[target];
+}
+
+/* Rows in parallel (MLM's run over the vocabulary), their losses summed in
+ * row order afterwards, so the result does not depend on the threads. */
 double OPS(crossentropy)(real *dlogits, const real *logits,
                          const int32_t *targets, size_t N, size_t C,
-                         real scale)
+                         real scale, int n_threads)
 {
-    double loss = 0.0;
-    for (size_t i = 0; i < N; i++) {
-        const real *l = logits + i * C;
-        real *d = dlogits ? dlogits + i * C : NULL;
-        if (targets[i] < 0 || (size_t)targets[i] >= C) {
-            if (d)
-                memset(d, 0, C * sizeof(real));
-            continue;
-        }
-        real mx = l[0];
-        for (size_t c = 1; c < C; c++)
-            mx = l[c] > mx ? l[c] : mx;
-        double sum = 0.0;
-        for (size_t c = 0; c < C; c++)
-            sum += exp((double)(l[c] - mx));
-        double lse = log(sum) + mx;
-        loss += lse - l[targets[i]];
-        if (d)
-            for (size_t c = 0; c < C; c++) {
-                double pr = exp((double)l[c] - lse);
-                d[c] = (real)(scale * (pr - (c == (size_t)targets[i])));
-            }
+    int nth = clamp_threads(n_threads);
+    double loss = 0.0, *rl = nth > 1 ? malloc(N * sizeof *rl) : NULL;
+    if (!rl) {
+        for (size_t i = 0; i < N; i++)
+            loss += OPS(ce_row)(dlogits ? dlogits + i * C : NULL,
+                                logits + i * C, targets[i], C, scale);
+        return loss;
     }
+    OMP_FOR
+    for (size_t i = 0; i < N; i++)
+        rl[i] = OPS(ce_row)(dlogits ? dlogits + i * C : NULL, logits + i * C,
+                            targets[i], C, scale);
+    for (size_t i = 0; i < N; i++)
+        loss += rl[i];
+    free(rl);
     return loss;
 }
 

@@ -765,7 +765,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         if (bt->labels)
             loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits,
                                         bt->labels, B, C,
-                                        weight / (float)B);
+                                        weight / (float)B, nth);
     } else if (t->task == BERT_TRAIN_TOKEN) {
         memcpy(a.hx, x, N * H * sizeof(float));
         bert__t_dropout(a.hx, N * H, pc, seed,
@@ -785,7 +785,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                 nvalid += labels[i] >= 0;
             loss = bert__t_crossentropy(
                 backward ? a.dlogits : NULL, a.logits, labels, N, C,
-                nvalid ? weight / (float)nvalid : 0.0f);
+                nvalid ? weight / (float)nvalid : 0.0f, nth);
         }
     } else if (M > 0) {
         size_t k = 0;
@@ -804,7 +804,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                                rn);
         nvalid = M;
         loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits, mtgt,
-                                    M, V, weight / (float)M);
+                                    M, V, weight / (float)M, nth);
     }
     if (loss_out)
         *loss_out = nvalid ? loss / (double)nvalid : 0.0;
