@@ -223,8 +223,10 @@ typedef struct bert__keep_layer {
     float *probs;           /* attention probabilities before dropout: per
                                sequence b in order, NH blocks of n_b x n_b,
                                head by head */
-    float *dropped;         /* the same after dropout (same size; written
-                               only when attention dropout is on) */
+    float *dropped;         /* scratch of the same size for them after
+                               dropout (written only when attention dropout
+                               is on; read by this layer's forward only, so
+                               layers may share it) */
     float *ctx;             /* (T,H) merged heads */
     float *r1, *mean1, *rstd1, *x1; /* attention block: the residual sum
                                (T,H) before its LayerNorm, the norm's mean

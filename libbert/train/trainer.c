@@ -567,7 +567,9 @@ static int layout(bert_trainer *t, size_t B, size_t N, size_t na, size_t M,
         {&a->emb, N * t->E}, {&a->emean, N}, {&a->erstd, N}, {&a->x0, N * H},
         {&a->x0e, t->sizes[P_EPW] ? N * t->E : 0},
         {&a->dx0e, t->sizes[P_EPW] ? N * t->E : 0},
-        {&a->qkv, L * N * 3 * H}, {&a->att, L * na}, {&a->attd, L * ad},
+        /* the dropped-out probabilities are not kept: backward draws the
+         * mask again, so every layer's forward shares one buffer */
+        {&a->qkv, L * N * 3 * H}, {&a->att, L * na}, {&a->attd, ad},
         {&a->atty, L * N * H},
         {&a->r1, L * N * H}, {&a->m1, L * N}, {&a->s1, L * N},
         {&a->x1, L * N * H}, {&a->fch, L * N * I}, {&a->fca, L * N * I},
@@ -732,7 +734,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         float *qkv = a.qkv + l * N * 3 * H;
         t->kl[l] = (bert__keep_layer){
             qkv, qkv + N * H, qkv + 2 * N * H, a.att + l * na,
-            a.attd ? a.attd + l * na : NULL, a.atty + l * N * H,
+            a.attd, a.atty + l * N * H,
             a.r1 + l * N * H, a.m1 + l * N, a.s1 + l * N, a.x1 + l * N * H,
             a.fch + l * N * I, a.fca + l * N * I, a.r2 + l * N * H,
             a.m2 + l * N, a.s2 + l * N, a.x2 + l * N * H};
