@@ -281,56 +281,6 @@ static void attention_forward(const bert__enc *e, const att_io *a,
     attention_tasks(e, a, in, batch, cls, THREAD_ID(), THREAD_COUNT());
 }
 
-/* The layers with the tokens split by rows among the threads: every dense
- * product and element-wise pass of a thread works on its own rows with
- * single-threaded GEMMs, so a layer has two barriers (after Q/K/V, after
- * attention) instead of BLIS's many.  Results equal the one-thread ones:
- * each row is computed the same way.  Used for larger batches, and robust
- * when other processes compete for the cores.  Inference only. */
-static void layers_rowsplit(const bert__enc *e, const bert_input *in,
-                            size_t batch, size_t T, size_t n_layers, int nt)
-{
-    const bert_config *c = &e->cfg->pub;
-    size_t H = c->hidden, I = c->intermediate;
-    float eps = c->layer_norm_eps;
-    const bert_gemm_ctx *g = e->gemm;
-    att_io a = {e->q, e->k, e->v, e->ctx, NULL, NULL, 0};
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-#endif
-    {
-        int id = THREAD_ID(), n_th = THREAD_COUNT();
-        size_t t0, t1;
-        row_range(T, id, n_th, &t0, &t1);
-        size_t R = t1 - t0;
-        float *x = e->x + t0 * H, *tmp = e->tmp + t0 * H;
-        float *inter = e->inter + t0 * I, *ctx = e->ctx + t0 * H;
-        for (size_t l = 0; l < n_layers; l++) {
-            const bert_layer_w *w = &e->w->layers[l];
-            const bert_layer_mats *mw = &e->mats[l];
-            const bert_wmat *Ws[3] = {&mw->q, &mw->k, &mw->v};
-            const float *bs[3] = {w->q_b, w->k_b, w->v_b};
-            float *outs[3] = {e->q + t0 * H, e->k + t0 * H, e->v + t0 * H};
-            for (int j = 0; j < 3; j++)
-                bert__bias_fill(outs[j], bs[j], R, H);
-            bert__gemm_wn(g, id, R, x, H, 3, Ws, 1.0f, outs, H);
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-            attention_tasks(e, &a, in, batch, 0, id, n_th); /* ends with a barrier */
-            bert__gemm_w(g, id, R, ctx, H, &mw->o, 0.0f, tmp, H);
-            bert__bias_add_layernorm_forward(x, tmp, w->o_b, w->ln1_w,
-                                             w->ln1_b, R, H, eps);
-            bert__gemm_w(g, id, R, x, H, &mw->f1, 0.0f, inter, I);
-            bert__bias_act_forward(inter, w->f1_b, R, I, c->act);
-            bert__gemm_w(g, id, R, inter, I, &mw->f2, 0.0f, tmp, H);
-            bert__bias_add_layernorm_forward(x, tmp, w->f2_b, w->ln2_w,
-                                             w->ln2_b, R, H, eps);
-            /* The next layer's Q/K/V of these rows need only these rows. */
-        }
-    }
-}
-
 /* Rows per thread from which the layers split rows among the threads (two
  * barriers a layer); below it each product splits the packed weights'
  * columns among the threads (gemm.c), so that a short sequence still gets
@@ -344,18 +294,17 @@ static void layers_rowsplit(const bert__enc *e, const bert_input *in,
 #define ROWSPLIT_MIN_ROWS 64
 
 /* out = LayerNorm(res + dropout(y + b)) on R rows (H wide): the post-norm
- * residual.  Inference: in place (out == res), no dropout, split by rows
- * among the threads between BLIS calls.  Training keeps the sum in r and
- * the norm's statistics in mean and rstd, and drops out with p. */
-static void residual_norm(const bert__enc *e, float *out, const float *res,
-                          float *y, const float *b, const float *gamma,
-                          const float *beta, size_t R, float *r, float *mean,
-                          float *rstd, const bert__keep *kp, float p,
-                          uint64_t stream)
+ * residual, split by rows among nt threads between products.  Inference:
+ * in place (out == res), no dropout.  Training keeps the sum in r and the
+ * norm's statistics in mean and rstd, and drops out with p. */
+static void residual_norm(const bert__enc *e, int nt, float *out,
+                          const float *res, float *y, const float *b,
+                          const float *gamma, const float *beta, size_t R,
+                          float *r, float *mean, float *rstd,
+                          const bert__keep *kp, float p, uint64_t stream)
 {
     const bert_config *c = &e->cfg->pub;
     size_t H = c->hidden;
-    int nt = e->n_threads;
     if (r) {
         PAR_ROWS(nt, R)
         {
@@ -381,14 +330,13 @@ static void residual_norm(const bert__enc *e, float *out, const float *res,
     }
 }
 
-/* inter (R,I) = act(inter + b), the feed-forward epilogue, split by rows;
- * training keeps inter + b in pre. */
-static void activation(const bert__enc *e, float *inter, const float *b,
-                       size_t R, float *pre)
+/* inter (R,I) = act(inter + b), the feed-forward epilogue, split by rows
+ * among nt threads; training keeps inter + b in pre. */
+static void activation(const bert__enc *e, int nt, float *inter,
+                       const float *b, size_t R, float *pre)
 {
     const bert_config *c = &e->cfg->pub;
     size_t I = c->intermediate;
-    int nt = e->n_threads;
     PAR_ROWS(nt, R)
     {
         size_t t0, t1;
@@ -401,52 +349,76 @@ static void activation(const bert__enc *e, float *inter, const float *b,
     }
 }
 
-/* Layer l on all T rows, dense products threaded by the product layer,
- * element-wise passes split by rows between them.  Inference works in
- * place in e's buffers (x in and out); training (kp) reads the previous
- * layer's kept output and keeps its own activations. */
-static void layer_forward(const bert__enc *e, const bert_input *in,
-                          size_t batch, size_t T, size_t l,
-                          const bert__keep *kp)
+/* Layer l on rows [t0, t1) of the T rows.  Inference works in place in
+ * e's buffers (x in and out); training (kp) reads the previous layer's kept
+ * output and keeps its own activations.  Two ways to share the work:
+ *  - slot < 0 (t0 = 0, t1 = T): products split among the threads by the
+ *    product layer (by columns of the packed weights where rows are few),
+ *    element-wise passes by rows between them;
+ *  - slot >= 0: thread `slot` of a parallel region of n_th threads, each
+ *    with its own rows and single-threaded products, so that a layer has
+ *    two barriers (after Q/K/V, after attention) instead of one per
+ *    product.  Each row is computed the same way either way. */
+static void layer_rows(const bert__enc *e, const bert_input *in, size_t batch,
+                       size_t l, const bert__keep *kp, size_t t0, size_t t1,
+                       int slot, int n_th)
 {
+    const bert_config *c = &e->cfg->pub;
+    size_t H = c->hidden, I = c->intermediate, R = t1 - t0;
+    int nt = slot < 0 ? e->n_threads : 1;
+    const bert_gemm_ctx *g = e->gemm;
     const bert_layer_w *w = &e->w->layers[l];
     const bert_layer_mats *mw = &e->mats[l];
     const bert__keep_layer *K = kp ? &kp->layers[l] : NULL;
-    const float *x = K ? (l ? kp->layers[l - 1].x2 : kp->x0) : e->x;
-    float *q = K ? K->q : e->q, *k = K ? K->k : e->k, *v = K ? K->v : e->v;
-    float *x1 = K ? K->x1 : e->x, *x2 = K ? K->x2 : e->x;
-    float *inter = K ? K->fca : e->inter;
+    const float *x = (K ? (l ? kp->layers[l - 1].x2 : kp->x0) : e->x) + t0 * H;
+    float *x1 = (K ? K->x1 : e->x) + t0 * H, *x2 = (K ? K->x2 : e->x) + t0 * H;
+    float *inter = (K ? K->fca : e->inter) + t0 * I, *tmp = e->tmp + t0 * H;
     float p_ao = kp ? kp->p_ao : 0.0f, p_h = kp ? kp->p_hidden : 0.0f;
     uint64_t mi = kp ? kp->micro : 0;
+    /* Q, K, V of these rows: one product, which packs x once (gemm.h) */
+    att_io a = {K ? K->q : e->q, K ? K->k : e->k, K ? K->v : e->v,
+                K ? K->ctx : e->ctx, K, kp,
+                bert__t_stream(mi, l, BERT_T_SITE_ATT)};
     const bert_wmat *qkv[3] = {&mw->q, &mw->k, &mw->v};
     const float *bs[3] = {w->q_b, w->k_b, w->v_b};
-    float *outs[3] = {q, k, v};
-    linear_n(e->gemm, 3, outs, x, qkv, bs, T);
-    att_io a = {q, k, v, K ? K->ctx : e->ctx, K, kp,
-                bert__t_stream(mi, l, BERT_T_SITE_ATT)};
-    attention_forward(e, &a, in, batch, 0);
+    float *outs[3] = {(float *)a.q + t0 * H, (float *)a.k + t0 * H,
+                      (float *)a.v + t0 * H};
+    for (int j = 0; j < 3; j++)
+        bert__bias_fill(outs[j], bs[j], R, H);
+    bert__gemm_wn(g, slot, R, x, H, 3, qkv, 1.0f, outs, H);
+    /* attention reads every row's keys and values */
+    if (slot < 0) {
+        attention_forward(e, &a, in, batch, 0);
+    } else {
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+        attention_tasks(e, &a, in, batch, 0, slot, n_th); /* ends with a barrier */
+    }
+    float *ctx = a.ctx + t0 * H;
     /* x1 = LayerNorm(x + (ctx Wo^T + bo)): bias folded into the norm */
-    matmul(e->gemm, e->tmp, a.ctx, &mw->o, T);
-    residual_norm(e, x1, x, e->tmp, w->o_b, w->ln1_w, w->ln1_b, T,
-                  K ? K->r1 : NULL, K ? K->mean1 : NULL, K ? K->rstd1 : NULL,
-                  kp, p_ao, bert__t_stream(mi, l, BERT_T_SITE_AO));
+    bert__gemm_w(g, slot, R, ctx, H, &mw->o, 0.0f, tmp, H);
+    residual_norm(e, nt, x1, x, tmp, w->o_b, w->ln1_w, w->ln1_b, R,
+                  K ? K->r1 + t0 * H : NULL, K ? K->mean1 + t0 : NULL,
+                  K ? K->rstd1 + t0 : NULL, kp, p_ao,
+                  bert__t_stream(mi, l, BERT_T_SITE_AO));
     /* inter = act(x1 W1^T + b1), bias fused with the activation */
-    matmul(e->gemm, inter, x1, &mw->f1, T);
-    activation(e, inter, w->f1_b, T, K ? K->fch : NULL);
+    bert__gemm_w(g, slot, R, x1, H, &mw->f1, 0.0f, inter, I);
+    activation(e, nt, inter, w->f1_b, R, K ? K->fch + t0 * I : NULL);
     /* x2 = LayerNorm(x1 + (inter W2^T + b2)) */
-    matmul(e->gemm, e->tmp, inter, &mw->f2, T);
-    residual_norm(e, x2, x1, e->tmp, w->f2_b, w->ln2_w, w->ln2_b, T,
-                  K ? K->r2 : NULL, K ? K->mean2 : NULL, K ? K->rstd2 : NULL,
-                  kp, p_h, bert__t_stream(mi, l, BERT_T_SITE_FFN));
+    bert__gemm_w(g, slot, R, inter, I, &mw->f2, 0.0f, tmp, H);
+    residual_norm(e, nt, x2, x1, tmp, w->f2_b, w->ln2_w, w->ln2_b, R,
+                  K ? K->r2 + t0 * H : NULL, K ? K->mean2 + t0 : NULL,
+                  K ? K->rstd2 + t0 : NULL, kp, p_h,
+                  bert__t_stream(mi, l, BERT_T_SITE_FFN));
 }
 
 /* The last layer when only the [CLS] rows are read: keys and values for
  * all T rows (every query attends to them), everything else for the B
  * [CLS] rows, gathered into row b of the buffers (B <= T rows fit) and
  * written back to the sequences' first rows of e->x.  Each [CLS] row goes
- * through the same operations as in layer_forward; only the products'
- * row counts differ, which may change the last float bits.  Inference
- * only. */
+ * through the same operations as in layer_rows; only the products' row
+ * counts differ, which may change the last float bits.  Inference only. */
 static void layer_forward_cls(const bert__enc *e, const bert_input *in,
                               size_t batch, size_t T, size_t l)
 {
@@ -465,13 +437,13 @@ static void layer_forward_cls(const bert__enc *e, const bert_input *in,
     attention_forward(e, &a, in, batch, 1); /* e->ctx rows 0..B-1 */
     float *y = e->q; /* the queries are used up */
     matmul(e->gemm, y, e->ctx, &mw->o, B);
-    residual_norm(e, xc, xc, y, w->o_b, w->ln1_w, w->ln1_b, B, NULL, NULL,
-                  NULL, NULL, 0.0f, 0);
+    residual_norm(e, e->n_threads, xc, xc, y, w->o_b, w->ln1_w, w->ln1_b, B,
+                  NULL, NULL, NULL, NULL, 0.0f, 0);
     matmul(e->gemm, e->inter, xc, &mw->f1, B);
-    activation(e, e->inter, w->f1_b, B, NULL);
+    activation(e, e->n_threads, e->inter, w->f1_b, B, NULL);
     matmul(e->gemm, y, e->inter, &mw->f2, B);
-    residual_norm(e, xc, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B, NULL, NULL,
-                  NULL, NULL, 0.0f, 0);
+    residual_norm(e, e->n_threads, xc, xc, y, w->f2_b, w->ln2_w, w->ln2_b, B,
+                  NULL, NULL, NULL, NULL, 0.0f, 0);
     for (size_t b = 0, o = 0; b < B; o += in[b++].n)
         memcpy(e->x + o * H, xc + b * H, H * sizeof *xc);
 }
@@ -492,11 +464,23 @@ void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
         embeddings_forward(e, x, in, batch, kp);
     }
     if (!kp && nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
-        attention_threads(e, batch) == nt)
-        layers_rowsplit(e, in, batch, T, full, nt);
-    else
+        attention_threads(e, batch) == nt) {
+        /* rows split among the threads for all the layers: the next
+         * layer's Q/K/V of a thread's rows need only those rows */
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+        {
+            int id = THREAD_ID(), n_th = THREAD_COUNT();
+            size_t t0, t1;
+            row_range(T, id, n_th, &t0, &t1);
+            for (size_t l = 0; l < full; l++)
+                layer_rows(e, in, batch, l, NULL, t0, t1, id, n_th);
+        }
+    } else {
         for (size_t l = 0; l < full; l++)
-            layer_forward(e, in, batch, T, l, kp);
+            layer_rows(e, in, batch, l, kp, 0, T, -1, 0);
+    }
     if (full < L)
         layer_forward_cls(e, in, batch, T, L - 1);
 }
