@@ -76,20 +76,6 @@ static void linear_n(const bert_gemm_ctx *g, size_t n, float *const *y,
     bert__gemm_wn(g, -1, T, x, W[0]->k, n, W, 1.0f, y, W[0]->n);
 }
 
-/* In place on n values of (seed, stream): dropout with probability p,
- * element i's mask bert__t_keep(seed, stream, base + i, p), the one the
- * backward pass regenerates. */
-static void dropout(float *x, size_t n, float p, const bert__keep *kp,
-                    uint64_t stream, size_t base)
-{
-    if (p <= 0.0f)
-        return;
-    float sc = 1.0f / (1.0f - p);
-    uint64_t key = bert__t_mask_key(kp->seed, stream);
-    for (size_t i = 0; i < n; i++)
-        x[i] = bert__t_keep_at(key, base + i, p) ? x[i] * sc : 0.0f;
-}
-
 /* x (T,E) = LayerNorm(word[id] + type[tt] + pos[p]) per sequence
  * (BertEmbeddings / DistilBERT Embeddings / RobertaEmbeddings /
  * ElectraEmbeddings; E = H except for ELECTRA).  p = t, except for RoBERTa:
@@ -201,8 +187,8 @@ static void head_forward(const bert__enc *e, const att_io *a, int slot,
         bert__softmax_forward(S, m, n, n, 1.0f, NULL);
         const float *P = S;
         if (a->K && a->kp->p_att > 0.0f) {
-            memcpy(D, S, m * n * sizeof *D);
-            dropout(D, m * n, a->kp->p_att, a->kp, a->stream, base);
+            bert__t_dropout_at(D, S, m * n, a->kp->p_att, a->kp->seed,
+                               a->stream, base);
             P = D;
         }
         /* Ctx_h = P V_h, written straight into the merged layout */
@@ -313,7 +299,9 @@ static void residual_norm(const bert__enc *e, int nt, float *out,
             for (size_t t = t0; t < t1; t++)
                 for (size_t i = 0; i < H; i++)
                     y[t * H + i] += b[i];
-            dropout(y + t0 * H, (t1 - t0) * H, p, kp, stream, t0 * H);
+            if (p > 0.0f)
+                bert__t_dropout_at(y + t0 * H, y + t0 * H, (t1 - t0) * H, p,
+                                   kp->seed, stream, t0 * H);
             for (size_t i = t0 * H; i < t1 * H; i++)
                 r[i] = res[i] + y[i];
         }

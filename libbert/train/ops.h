@@ -105,6 +105,15 @@ static inline uint64_t bert__t_stream(uint64_t micro, size_t layer, int site)
     return (micro << 20) | ((uint64_t)layer << 4) | (uint64_t)site;
 }
 
+/* Dropout of n values whose masks are elements base.. of (seed, stream):
+ * out[i] = in[i] / (1-p) when bert__t_keep(seed, stream, base + i, p), else
+ * 0 (out may be in; p <= 0 copies).  One thread: the forward's attention
+ * blocks and row ranges, and the kernels below, share it. */
+void bert__t_dropout_at(float *out, const float *in, size_t n, float p,
+                        uint64_t seed, uint64_t stream, uint64_t base);
+void bert__td_dropout_at(double *out, const double *in, size_t n, double p,
+                         uint64_t seed, uint64_t stream, uint64_t base);
+
 /* In-place dropout: x[i] = keep ? x[i]/(1-p) : 0.  Backward is the same
  * operation applied to the gradient (same seed/stream). */
 void bert__t_dropout(float *x, size_t n, float p, uint64_t seed,

@@ -276,17 +276,30 @@ void OPS(embed_backward)(real *dwte, real *dwpe, real *dwtt, const real *dout,
 
 /* The mask depends only on (seed, stream, index, (float)p), so both
  * instantiations drop the same elements. */
+void OPS(dropout_at)(real *out, const real *in, size_t n, real p,
+                     uint64_t seed, uint64_t stream, uint64_t base)
+{
+    real sc = p > 0 ? (real)1 / ((real)1 - p) : 1;
+    uint64_t key = bert__t_mask_key(seed, stream);
+    for (size_t i = 0; i < n; i++)
+        out[i] = p <= 0 || bert__t_keep_at(key, base + i, (float)p)
+                     ? in[i] * sc
+                     : 0;
+}
+
 void OPS(dropout)(real *x, size_t n, real p, uint64_t seed, uint64_t stream,
                   int n_threads)
 {
     if (p <= 0)
         return;
     int nth = clamp_threads(n_threads);
-    real sc = (real)1 / ((real)1 - p);
-    uint64_t key = bert__t_mask_key(seed, stream);
+    /* in blocks of 4096, each with its own mask offset */
+    size_t nb = (n + 4095) / 4096;
     OMP_FOR
-    for (size_t i = 0; i < n; i++)
-        x[i] = bert__t_keep_at(key, i, (float)p) ? x[i] * sc : 0;
+    for (size_t b = 0; b < nb; b++) {
+        size_t i0 = b * 4096, m = n - i0 < 4096 ? n - i0 : 4096;
+        OPS(dropout_at)(x + i0, x + i0, m, p, seed, stream, i0);
+    }
 }
 
 /* ---- attention --------------------------------------------------------- */
@@ -304,18 +317,6 @@ static void OPS(block_of)(const size_t *lens, size_t NH, size_t bh,
     }
 }
 
-/* Pd = dropout(S) of one n x n block whose first element is element `at`
- * of the layer's masks: the forward pass and the backward pass (which
- * regenerates the same mask) share this. */
-static real *OPS(drop_probs)(real *Pd, const real *S, size_t n, size_t at,
-                             real p, real dsc, uint64_t seed, uint64_t stream)
-{
-    uint64_t key = bert__t_mask_key(seed, stream);
-    for (size_t i = 0; i < n * n; i++)
-        Pd[i] = bert__t_keep_at(key, at + i, (float)p) ? S[i] * dsc : 0;
-    return Pd;
-}
-
 void OPS(attention_forward)(real *out, real *att, real *scratch,
                             const real *q0, const real *k0, const real *v0,
                             size_t ld, const size_t *lens, size_t B, size_t H,
@@ -325,8 +326,7 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
     int nth = clamp_threads(n_threads);
     size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
-    real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
-    OMP_FOR
+        OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
         size_t ro, po;
@@ -351,9 +351,11 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
             for (size_t j = 0; j < n; j++)
                 r[j] *= inv;
         }
-        const real *P = p > 0 ? OPS(drop_probs)(scratch + at, S, n, at, p,
-                                                dsc, seed, stream)
-                              : S;
+        const real *P = S; /* element i of the block: mask element at + i */
+        if (p > 0) {
+            OPS(dropout_at)(scratch + at, S, n * n, p, seed, stream, at);
+            P = scratch + at;
+        }
         /* out[n, d] = P V */
         gemm(n, d, n, 1, P, n, 1, v, ld, 1, 0, out + ro * H + h * d, H, 1,
              gemm_ctx, slot);
@@ -384,9 +386,11 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
         const real *S = att + at;
         const real *g = dout + ro * H + h * d;
         real *W = scratch + at;
-        const real *P = p > 0 ? OPS(drop_probs)(W, S, n, at, p, dsc, seed,
-                                                stream)
-                              : S;
+        const real *P = S;
+        if (p > 0) {
+            OPS(dropout_at)(W, S, n * n, p, seed, stream, at);
+            P = W;
+        }
         /* dV[n, d] += P^T dout */
         gemm(n, d, n, 1, P, 1, n, g, H, 1, 1, dv, ld, 1, gemm_ctx, slot);
         /* dP[n, n] = dout V^T */
