@@ -85,6 +85,8 @@ static void fill_sizes(bert_trainer *t)
         t->nparams += s[i];
 }
 
+static void bind_views(bert_trainer *t);
+
 static void point(float *base, const size_t *sizes, float **out)
 {
     for (int i = 0; i < P_COUNT; i++) {
@@ -408,6 +410,7 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         return bert__err(err, BERT_ENOMEM, "out of memory (%zu parameters)", n);
     }
     point(t->params, t->sizes, t->pt);
+    bind_views(t); /* the parameters never move: once */
     point(t->grads, t->sizes, t->gt);
     for (int i = 0; i < P_COUNT; i++)
         init_tensor(t, i);
@@ -489,8 +492,9 @@ double bert_trainer_lr(const bert_trainer *t)
 
 /* The encoder's forward (encoder.c) reads weights as a loaded model holds
  * them: t->ew, t->lw and t->lm point into the parameter slots (Q, K and V
- * are row blocks of the layer's stacked [3H, H]); the matrices are never
- * packed, as they change every step. */
+ * are row blocks of the layer's stacked [3H, H]), set once at create since
+ * the slots never move; the matrices are never packed, as they change
+ * every step. */
 static void bind_views(bert_trainer *t)
 {
     size_t H = t->H, I = t->I;
@@ -720,7 +724,6 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     size_t E = t->E;
 
     /* the encoder: the inference forward, keeping what backward reads */
-    bind_views(t);
     size_t maxn = 0;
     for (size_t b = 0; b < B; b++)
         maxn = bt->lengths[b] > maxn ? bt->lengths[b] : maxn;
