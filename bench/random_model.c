@@ -133,9 +133,10 @@ static int write_config(const char *dir, const bench_shape *sh, char *err,
         return -1;
     }
     for (size_t i = 0; i < C; i++) {
-        snprintf(names[i], sizeof names[i], "%s",
-                 C == 2 ? (i ? "POSITIVE" : "NEGATIVE") : "");
-        if (C != 2)
+        if (C == 2)
+            snprintf(names[i], sizeof names[i], "%s",
+                     i ? "POSITIVE" : "NEGATIVE");
+        else
             snprintf(names[i], sizeof names[i], "LABEL_%zu", i);
         labels[i] = names[i];
     }
