@@ -81,13 +81,6 @@ typedef struct opts {
     double min_time, quiet_wait;
 } opts;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -141,13 +134,13 @@ static double loadavg1(void)
  * cores, as ort_bench.js --quiet-wait does; returns their last load. */
 static double wait_quiet(double max_s)
 {
-    double t0 = now_s(), foreign = 0;
+    double t0 = app_now(), foreign = 0;
     for (;;) {
-        double b0 = machine_busy_s(), c0 = own_cpu_s(), w0 = now_s();
+        double b0 = machine_busy_s(), c0 = own_cpu_s(), w0 = app_now();
         struct timespec ts = {0, 500000000};
         nanosleep(&ts, NULL);
-        foreign = (machine_busy_s() - b0 - (own_cpu_s() - c0)) / (now_s() - w0);
-        if (foreign < 0.3 || now_s() - t0 > max_s)
+        foreign = (machine_busy_s() - b0 - (own_cpu_s() - c0)) / (app_now() - w0);
+        if (foreign < 0.3 || app_now() - t0 > max_s)
             return foreign;
     }
 }
@@ -206,13 +199,13 @@ static double fma_peak(int threads, int *width)
     double best = 0;
     volatile float sink = 0;
     for (int rep = 0; rep < 3; rep++) {
-        double t0 = now_s();
+        double t0 = app_now();
         float s = 0;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads) reduction(+ : s)
 #endif
         s += w == 512 ? fma512(iters) : fma256(iters);
-        double t = now_s() - t0;
+        double t = app_now() - t0;
         sink += s;
 #ifdef _OPENMP
         int nt = threads;
@@ -264,10 +257,10 @@ static double layer_gflops(size_t T, size_t H, size_t I, int threads,
         double t[7];
         int reps = 7;
         for (int r = -1; r < reps; r++) {
-            double t0 = now_s();
+            double t0 = app_now();
             bert__gemm_w(g, -1, T, X, in, &wm, 0.0f, Y, out);
             if (r >= 0)
-                t[r] = now_s() - t0;
+                t[r] = app_now() - t0;
         }
         bert__wmat_free(&wm);
         qsort(t, (size_t)reps, sizeof t[0], cmp_double);
@@ -386,9 +379,9 @@ static int load_shape(const opts *o, const bench_shape *sh, bert_model **m,
         fprintf(stderr, "bert-bench: mkdtemp %s: %s\n", dir, strerror(errno));
         return -1;
     }
-    double t0 = now_s();
+    double t0 = app_now();
     int rc = bench_write_random_model(dir, sh, 1, err, sizeof err);
-    *write_s = now_s() - t0;
+    *write_s = app_now() - t0;
     if (rc)
         fprintf(stderr, "bert-bench: %s\n", err);
     if (!rc && o->vocab) {
@@ -429,8 +422,8 @@ static int time_runs(const opts *o, bert_session *s, const bert_input *in,
 {
     if (o->quiet_wait > 0)
         r->foreign_before = wait_quiet(o->quiet_wait);
-    double w0 = now_s();
-    for (int i = 0; i < 1 || now_s() - w0 < 0.5; i++) {
+    double w0 = app_now();
+    for (int i = 0; i < 1 || app_now() - w0 < 0.5; i++) {
         bert_error err;
         int rc = bert_session_run(s, in, batch, out, &err);
         if (rc) {
@@ -443,19 +436,19 @@ static int time_runs(const opts *o, bert_session *s, const bert_input *in,
     double *t = malloc(cap * sizeof *t);
     if (!t)
         return -1;
-    double mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = now_s();
+    double mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = app_now();
     double *cpu = malloc(cap * sizeof *cpu);
     if (!cpu) {
         free(t);
         return -1;
     }
-    while (n < cap && (o->reps > 0 || n < 5 || now_s() - s0 < o->min_time)) {
-        double c = own_cpu_s(), a = now_s();
+    while (n < cap && (o->reps > 0 || n < 5 || app_now() - s0 < o->min_time)) {
+        double c = own_cpu_s(), a = app_now();
         bert_session_run(s, in, batch, out, NULL);
-        t[n] = now_s() - a;
+        t[n] = app_now() - a;
         cpu[n++] = own_cpu_s() - c;
     }
-    double wall = now_s() - s0;
+    double wall = app_now() - s0;
     r->foreign = (machine_busy_s() - mb0 - (own_cpu_s() - oc0)) / wall;
     qsort(t, n, sizeof *t, cmp_double);
     r->iters = n;
@@ -543,7 +536,7 @@ int main(int argc, char **argv)
     }
 
     bert_model *m = NULL;
-    double write_s = 0, t0 = now_s();
+    double write_s = 0, t0 = app_now();
     if (sh) {
         if (load_shape(&o, sh, &m, &write_s))
             return EXIT_BADINPUT;
@@ -558,7 +551,7 @@ int main(int argc, char **argv)
             return EXIT_BADINPUT;
         }
     }
-    double load_s = now_s() - t0 - write_s;
+    double load_s = app_now() - t0 - write_s;
     const bert_config *cfg = bert_model_config(m);
     if (!sh) {
         model_shape = (bench_shape){o.model, cfg->is_distilbert, (int)cfg->layers,
@@ -661,13 +654,13 @@ int main(int argc, char **argv)
         bert_encode_params ep = bert_encode_default_params();
         ep.max_length = maxlen;
         bert_outputs out = {.logits = cfg->num_labels ? logits : NULL};
-        double flops = 0, mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = now_s();
+        double flops = 0, mb0 = machine_busy_s(), oc0 = own_cpu_s(), s0 = app_now();
         size_t lines = 0, toks = 0;
         long n;
         int eof = 0;
         while (ok && !eof) {
             size_t k = 0;
-            double a = now_s();
+            double a = app_now();
             while (k < nb) {
                 if ((n = app_read_line(f, &line, &cap)) < 0) {
                     eof = 1;
@@ -686,17 +679,17 @@ int main(int argc, char **argv)
                              : bench_flops(sh, enc[k]->n);
                 k++;
             }
-            double b = now_s();
+            double b = app_now();
             tok_s += b - a;
             bert_error err;
             if (k && bert_session_run(s, in, k, &out, &err)) {
                 fprintf(stderr, "bert-bench: run: %s\n", err.text);
                 ok = 0;
             }
-            run_s += now_s() - b;
+            run_s += app_now() - b;
             lines += k;
         }
-        double wall = now_s() - s0;
+        double wall = app_now() - s0;
         r.foreign = (machine_busy_s() - mb0 - (own_cpu_s() - oc0)) / wall;
         fclose(f);
         free(line);

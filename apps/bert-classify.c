@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PROG "bert-classify"
@@ -159,13 +158,6 @@ typedef struct app {
     int progress;
     double t0, last_draw;
 } app;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -503,7 +495,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
 
 static void draw_progress(app *a, int final)
 {
-    double t = now();
+    double t = app_now();
     if (!a->progress || (!final && t - a->last_draw < 0.2))
         return;
     a->last_draw = t;
@@ -1099,7 +1091,7 @@ static int run(app *a)
     static char obuf[1 << 16];
     setvbuf(a->out, obuf, _IOFBF, sizeof obuf);
     a->progress = app_progress_ok();
-    a->t0 = now();
+    a->t0 = app_now();
 
     /* the reader starts with window 0; the main thread waits for it */
     if (csv_init(&rd->p, CSV_STRICT | CSV_STRICT_FINI)) {
@@ -1138,7 +1130,7 @@ static int run(app *a)
         status = EXIT_BADINPUT;
     }
     draw_progress(a, 1);
-    double el = now() - a->t0;
+    double el = app_now() - a->t0;
     fprintf(stderr, PROG ": %s: %lld rows, %lld with errors, %.1f s "
             "(%.0f rows/s)\n", a->fname, a->nwritten, a->nerrors, el,
             el > 0 ? (double)a->nwritten / el : 0.0);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "apps/common.h"
@@ -118,13 +117,6 @@ static void fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(EXIT_BADINPUT);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -341,7 +333,7 @@ int main(int argc, char **argv)
     size_t dev_max = o.data.max_examples, nl;
     o.data.max_examples = 0;
     split_labels(&o, &lbuf);
-    double t0 = now();
+    double t0 = app_now();
     if (bert_dataset_load(o.train_file, tok, &o.data, &tr, &err))
         fail("%s", err.text);
     if (bert_dataset_count(tr) == 0)
@@ -360,7 +352,7 @@ int main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr, "bert-train: %zu training and %zu dev examples "
                         "(tokenized in %.1f s)\n", bert_dataset_count(tr),
-                n_dev, now() - t0);
+                n_dev, app_now() - t0);
 
     /* trainer */
     bert_fit_params *fp = &o.fit;
@@ -398,7 +390,7 @@ int main(int argc, char **argv)
             fail("%s", err.text);
         if (!o.quiet)
             fprintf(stderr, "bert-train: word embeddings trained in %.0f s; "
-                            "model in %s\n", now() - t0, o.out);
+                            "model in %s\n", app_now() - t0, o.out);
         exit(EXIT_OK);
     }
 
@@ -415,7 +407,7 @@ int main(int argc, char **argv)
                         "examples (%zu warm-up), %ld thread(s)\n",
                 bert_trainer_num_params(t), total, fp->batch_size * fp->accum,
                 p->warmup_steps, o.threads);
-    double tstart = now();
+    double tstart = app_now();
     if (bert_fit(t, tr, dv, fp, &st, &err))
         fail("%s", err.text);
     /* without a dev set the "best" epoch is the one of lowest train loss
@@ -423,7 +415,7 @@ int main(int argc, char **argv)
     double best = st.has_best ? st.best : -INFINITY;
     if (!o.quiet)
         fprintf(stderr, "bert-train: done in %.0f s (%zu examples, %zu "
-                        "steps); %s %.4f; model in %s\n", now() - tstart,
+                        "steps); %s %.4f; model in %s\n", app_now() - tstart,
                 ui.examples, bert_trainer_steps(t),
                 n_dev ? "best dev" : "lowest train loss", n_dev ? best : -best,
                 o.out);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 long app_read_line(FILE *f, char **buf, size_t *cap)
@@ -211,6 +212,13 @@ int app_commit(FILE *f, const char *tmp, const char *path)
 void app_discard(FILE *f, const char *tmp)
 {
     bert__file_discard(f, tmp);
+}
+
+double app_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int app_out_dir(const char *prog, const char *opt, const char *dir)

@@ -65,6 +65,9 @@ FILE *app_create(const char *path, char *tmp);
 int app_commit(FILE *f, const char *tmp, const char *path);
 void app_discard(FILE *f, const char *tmp);
 
+/* Seconds on the monotonic clock, for the tools' timings. */
+double app_now(void);
+
 /* An output directory checked before long work: created when missing, a
  * directory, taking new files.  0, or -1 after "PROG: ..." on stderr
  * naming option opt ("--out"; "" for an operand) and dir. */
