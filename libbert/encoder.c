@@ -480,10 +480,11 @@ static void encode_block(const bert__enc *e, const bert_input *in,
  * many rows a thread, so that a block's activations (its 3,072-wide
  * feed-forward rows above all) stay in the caches from one product to the
  * next instead of streaming through memory, at the price of reading each
- * weight once per block.  BERT-base on one thread of the Xeon VM (family 6
- * model 207): 139.4 GFLOP/s at 256 or 512 rows, 130.6 at 4,096 (32 x 128
- * in one block); two threads: 280.2 at 512 rows each, 270.2 at 2,048.
- * Every row is computed the same way in any block, so the results do not
+ * weight once per block.  BERT-base 32 x 128 on the Xeon VM (family 6
+ * model 207), three interleaved runs each, against one block of 4,096
+ * rows: +3% on one thread (6.40 against 6.20 seq/s), +4% on two (12.78
+ * against 12.27).  Chunking the feed-forward rows further (128 or 256)
+ * did not measurably help, 1 x 512 included.  Every row is computed the same way in any block, so the results do not
  * change.  Training keeps every row's activations and runs one block. */
 #define BLOCK_ROWS 512
 
