@@ -105,6 +105,16 @@ static inline int bert__mul_size(size_t a, size_t b, size_t *out)
     return 0;
 }
 
+/* Hugging Face's token-classification rule (gather_pre_entities) for
+ * whether a token continues the word before it: tok is its vocabulary
+ * string, [s, e) the code points and bs the first byte it covers in text
+ * (len bytes), byte_level 1 for byte-level BPE, is_unk 1 for the unknown
+ * token.  The tagger's aggregation and the trainer's entity scores
+ * (evaluate.c) both use it, so that both find the same words.  tagger.c. */
+int bert__tag_is_subword(const char *tok, const char *text, size_t len,
+                         int64_t s, int64_t e, int64_t bs, int byte_level,
+                         int is_unk);
+
 /* Index of the largest of v[0..n) (n >= 1), the first on ties: the label
  * of a row of logits or probabilities, as numpy's argmax. */
 static inline size_t bert__argmax(const float *v, size_t n)

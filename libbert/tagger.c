@@ -374,6 +374,23 @@ static size_t cp_count(const char *s, size_t n)
     return c;
 }
 
+int bert__tag_is_subword(const char *tok, const char *text, size_t len,
+                         int64_t s, int64_t e, int64_t bs, int byte_level,
+                         int is_unk)
+{
+    if (is_unk) /* the unknown token stands for a whole word */
+        return 0;
+    if (byte_level)
+        /* no continuing_subword_prefix: HF's fallback rule, a sub-word is
+         * a token neither preceded by nor starting with a space
+         * (sentence[start - 1:start + 1] has no " ") */
+        return s > 0 && bs > 0 && text[bs - 1] != ' ' &&
+               ((size_t)bs >= len || text[bs] != ' ');
+    /* WordPiece has a continuing_subword_prefix: a sub-word is a token
+     * whose text is not as long as the span it covers */
+    return cp_count(tok, strlen(tok)) != (size_t)(e - s);
+}
+
 /* get_tag: ("B", rest) / ("I", rest) / ("I", label). */
 static void get_tag(const char *label, int *is_b, const char **tag)
 {
@@ -606,22 +623,13 @@ static int tag_window(tag_priv *P, const bert_tag_tokens *in,
         const char *ref = in->text + bs;
         size_t reflen = (size_t)(be - bs);
         pre_entity *pe = &P->pre[npre++];
-        if (in->byte_level) {
-            /* no continuing_subword_prefix: HF's fallback rule, a sub-word
-             * is a token neither preceded by nor starting with a space
-             * (sentence[start - 1:start + 1] has no " ") */
-            pe->is_subword = s > 0 && bs > 0 && in->text[bs - 1] != ' ' &&
-                             ((size_t)bs >= in->len || in->text[bs] != ' ');
-        } else {
-            /* WordPiece has a continuing_subword_prefix: a sub-word is a
-             * token whose text is not as long as the span it covers */
-            pe->is_subword = cp_count(tok, toklen) != (size_t)(e - s);
-        }
+        int unk = in->ids[t] == in->unk_id;
+        pe->is_subword = bert__tag_is_subword(tok, in->text, in->len, s, e,
+                                              bs, in->byte_level, unk);
         size_t o;
-        if (in->ids[t] == in->unk_id) {
+        if (unk) {
             o = arena_put(P, ref, reflen);
             pe->word_len = reflen;
-            pe->is_subword = 0;
         } else {
             o = arena_put(P, tok, toklen);
             pe->word_len = toklen;

@@ -8,7 +8,9 @@
 #  - token classification from a tiny CoNLL file, then the model loaded by
 #    bert-tag (--format conll --aggregation first, the first-sub-token rule
 #    bert-train evaluates with), whose tags for the dev sentences must be
-#    the gold ones (the run reports entity F1 1).
+#    the gold ones (the run reports entity F1 1);
+#  - the dev entity F1 bert-train reports equals the F1 of bert-tag's
+#    default output, on words that bert-tag's aggregation splits.
 # The data are made so that a few epochs learn them exactly: the label is
 # a function of one word.
 . "$(dirname "$0")/lib.sh"
@@ -76,7 +78,8 @@ config "$tmp/tok.json" BertForTokenClassification
 tagof() {
     case $1 in
     john|mary|anna) echo B-PER ;; smith|jones) echo I-PER ;;
-    paris|london|rome) echo B-LOC ;; acme) echo B-ORG ;; corp) echo I-ORG ;;
+    paris|london|rome|u.s.|u.k.|st.louis) echo B-LOC ;;
+    acme|acme-corp) echo B-ORG ;; corp) echo I-ORG ;; i.|j.|j.r.) echo B-PER ;;
     *) echo O ;;
     esac
 }
@@ -118,6 +121,63 @@ printf 'mary smith lives in rome\nacme corp works in london\nthe film is about a
     "$TAG" --model "$tmp/tok" --format conll > "$tmp/tagged2.conll" 2> "$tmp/err" &&
     cmp -s "$tmp/tagged2.conll" "$tmp/tagged.conll" ||
     die "bert-tag's default on the trained model is not its first aggregation"
+
+# --- the dev entity F1 bert-train reports is the F1 of what bert-tag prints
+# A model trained too briefly to be right, on words that are one CoNLL word
+# but several words for bert-tag's aggregation ("u.s." is u . s .): its
+# best epoch's dev F1 must equal the F1 of bert-tag's default output on the
+# dev sentences (words joined by spaces), exact spans as conlleval.
+conll "u.s. officials met j. smith in paris" "acme-corp hired mary in st.louis" \
+    "i. jones and j.r. smith went to rome" "the u.s. film was good" \
+    "mary went to u.k. and st.louis" "acme-corp is in rome" \
+    "john lives in the u.k." "anna works in u.s. and paris" > "$tmp/p_train.conll"
+conll "mary smith met u.s. officials in rome" "j. smith works for acme-corp" \
+    "anna went to st.louis and the u.k." "the film is about i. jones" \
+    "acme-corp and u.s. in paris" > "$tmp/p_dev.conll"
+"$TRAIN" --config "$tmp/tok.json" --vocab "$V" --task token \
+    --label-all-subtokens --train "$tmp/p_train.conll" \
+    --dev "$tmp/p_dev.conll" --out "$tmp/ptok" --epochs 20 --batch-size 4 \
+    --lr 3e-3 --max-length 24 --seed 3 > /dev/null 2> "$tmp/ptok.err" ||
+    die "bert-train (punctuation words) exited $?: $(head -c 400 "$tmp/ptok.err")"
+want=$(grep 'best, saved' "$tmp/ptok.err" | tail -n 1 | sed 's/.* F1 \([0-9.]*\),.*/\1/')
+# gold spans from the CoNLL tags, predicted ones from bert-tag's inline
+# output; one "start:end:TYPE" list per sentence, then P/R/F1
+awk -F'\t' 'NF == 2 { w[++n] = $1; t[n] = $2; next }
+    n { pos = 0; out = ""; cur = ""
+        for (i = 1; i <= n; i++) {
+            s = pos; pos += length(w[i]) + 1
+            split(t[i], bt, "-")
+            if (t[i] == "O" || bt[1] == "B" || bt[2] != ty) {
+                if (cur != "") out = out " " cur ":" ty
+                cur = ""; ty = ""
+            }
+            if (t[i] != "O") { if (cur == "") cs = s; ty = bt[2]; cur = cs ":" (pos - 1) }
+        }
+        if (cur != "") out = out " " cur ":" ty
+        print out; n = 0 }' "$tmp/p_dev.conll" > "$tmp/p_gold"
+awk -F'\t' 'NF == 2 { printf "%s%s", (n++ ? " " : ""), $1; next } n { print ""; n = 0 }' \
+    "$tmp/p_dev.conll" | "$TAG" --model "$tmp/ptok" --format inline > "$tmp/p_inline" 2> "$tmp/err" ||
+    die "bert-tag on the punctuation model exited $?: $(cat "$tmp/err")"
+awk '{ s = $0; out = ""; pos = 0
+       while ((i = index(s, "[")) > 0) {
+           pos += i - 1; s = substr(s, i + 1); j = index(s, "](")
+           if (j == 0) { pos++; continue }
+           txt = substr(s, 1, j - 1); s = substr(s, j + 2); k = index(s, ")")
+           out = out " " pos ":" (pos + length(txt)) ":" substr(s, 1, k - 1)
+           s = substr(s, k + 1); pos += length(txt)
+       }
+       print out }' "$tmp/p_inline" > "$tmp/p_pred"
+got=$(paste -d '|' "$tmp/p_gold" "$tmp/p_pred" | awk -F'|' '
+    { ng = split($1, G, " "); np = split($2, P, " ")
+      for (i = 1; i <= ng; i++) seen[G[i]] = 1
+      for (i = 1; i <= np; i++) if (P[i] in seen) tp++
+      delete seen; TG += ng; TP += np }
+    END { p = TP ? tp / TP : 0; r = TG ? tp / TG : 0
+          printf "%.4f", p + r ? 2 * p * r / (p + r) : 0 }')
+[ -n "$want" ] && [ "$want" = "$got" ] ||
+    die "bert-train's dev F1 '$want' is not the F1 of bert-tag's output, $got:
+$(paste -d '\n' "$tmp/p_gold" "$tmp/p_pred" "$tmp/p_inline")"
+echo "dev entity F1 of the briefly trained model: bert-train $want, bert-tag $got"
 
 [ $fail = 0 ] && echo "PASS: bert-train CSV -> bert-classify, CoNLL -> bert-tag"
 exit $fail

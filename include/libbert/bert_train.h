@@ -348,7 +348,13 @@ typedef struct bert_eval_result {
                           truncation count as "O") */
     double macro_f1;   /* sequence */
     double precision, recall, f1; /* token with IOB tags: entities as
-                          seqeval counts them (bert_entity_counts_add) */
+                          seqeval counts them (bert_entity_counts_add),
+                          over the words bert-tag's aggregation finds
+                          ("U.S." is four: U . S .), each tagged by its
+                          first token: the entities bert-tag prints by
+                          default for a model bert-train wrote
+                          (aggregation "first"), given the sentence's words
+                          joined by spaces */
     double perplexity; /* MLM: bert_perplexity(loss) */
     int entities;      /* token: 1 when the entity scores were computed */
     size_t n;          /* examples evaluated */

@@ -30,6 +30,8 @@ static void example_free(bert__example *e)
     free(e->labels);
     free(e->word_tag);
     free(e->first_tok);
+    free(e->hw_first);
+    free(e->hw_word);
 }
 
 /* Appends *e (its arrays now owned by d); on failure frees them. */
@@ -178,13 +180,18 @@ static int csv_record(loader *L, bert_dataset *d, const bert_record *rec,
 }
 
 /* The labels of a CoNLL sentence's tokens from its words' tags: each token
- * is mapped to its word through byte offsets into the joined text, whose
- * words start at start[0..nw]. */
+ * is mapped to its word through byte offsets into the joined text (len
+ * bytes), whose words start at start[0..nw].  Also the words bert-tag
+ * finds (hw_first, hw_word: arrays of e->n + nw). */
 static void token_labels(const loader *L, const bert_dataset *d,
-                         bert__example *e, const size_t *start, size_t nw)
+                         bert__example *e, const char *text, size_t len,
+                         const size_t *start, size_t nw)
 {
     const bert_encoding *enc = L->enc;
-    size_t w = 0;
+    int bpe = bert_tokenizer_get_kind(L->tok) == BERT_TOKENIZER_BPE;
+    int32_t unk = bert_tokenizer_special(L->tok, BERT_TOKEN_UNK);
+    size_t w = 0, done = 0; /* words before `done` are in hw_* */
+    e->nhw = 0;
     for (int32_t t = 0; t < e->n; t++) {
         e->labels[t] = -100;
         if (enc->special_mask[t])
@@ -192,6 +199,18 @@ static void token_labels(const loader *L, const bert_dataset *d,
         int64_t b = enc->byte_offsets[2 * t];
         while (w + 1 < nw && (size_t)b >= start[w + 1])
             w++;
+        for (; done < w; done++) /* a word with no token: one word, "O" */
+            if (e->first_tok[done] < 0) {
+                e->hw_first[e->nhw] = -1;
+                e->hw_word[e->nhw++] = (int32_t)done;
+            }
+        const char *tok = bert_tokenizer_token(L->tok, enc->ids[t]);
+        if (!bert__tag_is_subword(tok ? tok : "", text, len,
+                                  enc->offsets[2 * t], enc->offsets[2 * t + 1],
+                                  b, bpe, enc->ids[t] == unk)) {
+            e->hw_first[e->nhw] = t;
+            e->hw_word[e->nhw++] = (int32_t)w;
+        }
         if (e->first_tok[w] < 0) {
             e->first_tok[w] = t;
             e->labels[t] = e->word_tag[w];
@@ -209,6 +228,11 @@ static void token_labels(const loader *L, const bert_dataset *d,
             e->labels[t] = lab;
         }
     }
+    for (done = nw ? w + (e->first_tok[w] >= 0) : 0; done < nw; done++)
+        if (e->first_tok[done] < 0) { /* truncated away (or no token) */
+            e->hw_first[e->nhw] = -1;
+            e->hw_word[e->nhw++] = (int32_t)done;
+        }
 }
 
 /* A CoNLL sentence: its words joined by spaces and encoded. */
@@ -255,10 +279,15 @@ static int conll_sentence(loader *L, bert_dataset *d, const bert_record *rec,
     }
     if (rc == BERT_OK) {
         e.nwords = (int32_t)nw;
-        if (!(e.labels = malloc(((size_t)e.n + 1) * sizeof(int32_t))))
+        size_t nh = (size_t)e.n + nw + 1;
+        e.labels = malloc(((size_t)e.n + 1) * sizeof(int32_t));
+        e.hw_first = malloc(nh * sizeof(int32_t));
+        e.hw_word = malloc(nh * sizeof(int32_t));
+        if (!e.labels || !e.hw_first || !e.hw_word)
             rc = bert__err(err, BERT_ENOMEM, "out of memory");
         else
-            token_labels(L, d, &e, start, nw);
+            token_labels(L, d, &e, text, start[nw] ? start[nw] - 1 : 0,
+                         start, nw);
     }
     free(text);
     free(start);

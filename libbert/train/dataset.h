@@ -19,6 +19,13 @@ typedef struct bert__example {
     int32_t *word_tag;    /* gold tag per word */
     int32_t *first_tok;   /* token index of each word's first piece, -1 when
                              truncated away */
+    /* token task: the words as bert-tag's aggregation finds them
+     * (bert__tag_is_subword: "U.S." is four of them, one CoNLL word), for
+     * entity scores that count what bert-tag prints.  hw_first: the first
+     * token of each, -1 for a CoNLL word truncated away (one each); hw_word:
+     * the CoNLL word it is part of. */
+    int32_t nhw;
+    int32_t *hw_first, *hw_word;
 } bert__example;
 
 struct bert_dataset {

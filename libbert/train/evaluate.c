@@ -1,7 +1,8 @@
 /* evaluate.c - a trainer's model measured on a dataset (bert_evaluate in
  * bert_train.h): accuracy and macro-F1 of the classes, word-level accuracy
- * and seqeval's entity scores of the tags, MLM loss and perplexity, through
- * <libbert/bert_metrics.h>. */
+ * and seqeval's entity scores of the tags (over the words bert-tag finds,
+ * so that they score what bert-tag prints), MLM loss and perplexity,
+ * through <libbert/bert_metrics.h>. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,9 @@ static int32_t argmax(const float *l, size_t C)
 /* What one pass over the dataset collects. */
 typedef struct {
     int32_t *pred;   /* sequence: class per example */
-    int32_t **wpred; /* token: tag per word, per example */
+    int32_t **wpred; /* token: tag per CoNLL word, per example */
+    int32_t **hpred; /* token: tag per word as bert-tag finds them (each
+                        word's first token, as aggregation "first") */
     double loss;     /* summed per example */
 } preds;
 
@@ -37,6 +40,18 @@ static int32_t *word_tags(const bert__example *e, const float *logits,
                     ? o
                     : argmax(logits + (size_t)e->first_tok[w] * C, C);
     return wp;
+}
+
+/* The same for the words bert-tag finds (e->hw_first). */
+static int32_t *hw_tags(const bert__example *e, const float *logits,
+                        size_t C, int32_t o)
+{
+    int32_t *hp = malloc(((size_t)e->nhw + 1) * sizeof *hp);
+    for (int32_t w = 0; hp && w < e->nhw; w++)
+        hp[w] = e->hw_first[w] < 0
+                    ? o
+                    : argmax(logits + (size_t)e->hw_first[w] * C, C);
+    return hp;
 }
 
 /* Runs t over d in batches of bs, shortest first. */
@@ -77,11 +92,13 @@ static int predict_all(bert_trainer *t, const bert_dataset *d,
             size_t k = idx[s + i];
             if (d->task == BERT_TRAIN_SEQUENCE)
                 pr->pred[k] = argmax(logits + i * C, C);
-            else if (d->task == BERT_TRAIN_TOKEN &&
-                     !(pr->wpred[k] = word_tags(&d->ex[k],
-                                                logits + i * b.seq_len * C, C,
-                                                o >= 0 ? o : 0)))
-                rc = BERT_ENOMEM;
+            else if (d->task == BERT_TRAIN_TOKEN) {
+                const float *lk = logits + i * b.seq_len * C;
+                pr->wpred[k] = word_tags(&d->ex[k], lk, C, o >= 0 ? o : 0);
+                pr->hpred[k] = hw_tags(&d->ex[k], lk, C, o >= 0 ? o : 0);
+                if (!pr->wpred[k] || !pr->hpred[k])
+                    rc = BERT_ENOMEM;
+            }
         }
     }
     if (rc == BERT_ENOMEM)
@@ -118,37 +135,60 @@ static int score_sequence(const bert_dataset *d, const preds *pr,
 static int score_token(const bert_dataset *d, const preds *pr,
                        bert_eval_result *res)
 {
-    size_t n = d->n, words = 0, maxw = 0;
+    size_t n = d->n, C = d->n_labels, words = 0, maxw = 0;
     for (size_t i = 0; i < n; i++) {
         words += (size_t)d->ex[i].nwords;
         if ((size_t)d->ex[i].nwords > maxw)
             maxw = (size_t)d->ex[i].nwords;
+        if ((size_t)d->ex[i].nhw > maxw)
+            maxw = (size_t)d->ex[i].nhw;
     }
     const char *const *L = (const char *const *)d->labels;
     int32_t *fg = malloc((words + 1) * sizeof *fg);
     int32_t *fp = malloc((words + 1) * sizeof *fp);
     const char **tg = malloc((maxw + 1) * sizeof *tg);
     const char **tp = malloc((maxw + 1) * sizeof *tp);
-    int rc = fg && fp && tg && tp ? BERT_OK : BERT_ENOMEM;
+    /* "I-X" for each label "B-X" (else the label): a CoNLL word that is
+     * several words for bert-tag ("U.S.") continues its entity in them */
+    char **cont = calloc(C + 1, sizeof *cont);
+    int rc = fg && fp && tg && tp && cont ? BERT_OK : BERT_ENOMEM;
+    for (size_t c = 0; rc == BERT_OK && c < C; c++)
+        if (strncmp(L[c], "B-", 2) == 0) {
+            size_t len = strlen(L[c]);
+            if (!(cont[c] = malloc(len + 1)))
+                rc = BERT_ENOMEM;
+            else {
+                memcpy(cont[c], L[c], len + 1);
+                cont[c][0] = 'I';
+            }
+        }
     res->entities = bert_tags_are_iob(L, d->n_labels);
     bert_entity_counts ec = {0, 0, 0};
     size_t at = 0;
     for (size_t i = 0; rc == BERT_OK && i < n; i++) {
         const bert__example *e = &d->ex[i];
-        size_t nw = (size_t)e->nwords;
+        size_t nw = (size_t)e->nwords, nh = (size_t)e->nhw;
         memcpy(fg + at, e->word_tag, nw * sizeof *fg);
         memcpy(fp + at, pr->wpred[i], nw * sizeof *fp);
         at += nw;
         if (!res->entities)
             continue;
-        for (size_t w = 0; w < nw; w++) {
-            tg[w] = L[e->word_tag[w]];
-            tp[w] = L[pr->wpred[i][w]];
+        /* entities over the words bert-tag finds, each tagged by its first
+         * token: the entities bert-tag prints (aggregation "first", the
+         * trainer's token models' default), as exact spans */
+        for (size_t w = 0; w < nh; w++) {
+            int32_t g = e->word_tag[e->hw_word[w]];
+            int more = w > 0 && e->hw_word[w - 1] == e->hw_word[w];
+            tg[w] = more && cont[g] ? cont[g] : L[g];
+            tp[w] = L[pr->hpred[i][w]];
         }
-        bert_entity_counts_add(&ec, tg, tp, nw, NULL);
+        bert_entity_counts_add(&ec, tg, tp, nh, NULL);
     }
     if (rc == BERT_OK)
         res->accuracy = bert_accuracy(fp, fg, words);
+    for (size_t c = 0; cont && c < C; c++)
+        free(cont[c]);
+    free(cont);
     free(fg);
     free(fp);
     free(tg);
@@ -186,11 +226,12 @@ int bert_evaluate(bert_trainer *t, const bert_dataset *d,
         return bert__err(err, BERT_EINVAL,
                          "bert_evaluate: eval_batch_size must be at least 1");
     size_t n = d->n;
-    preds pr = {NULL, NULL, 0};
+    preds pr = {NULL, NULL, NULL, 0};
     if ((d->task == BERT_TRAIN_SEQUENCE &&
          !(pr.pred = calloc(n + 1, sizeof *pr.pred))) ||
         (d->task == BERT_TRAIN_TOKEN &&
-         !(pr.wpred = calloc(n + 1, sizeof *pr.wpred))))
+         (!(pr.wpred = calloc(n + 1, sizeof *pr.wpred)) ||
+          !(pr.hpred = calloc(n + 1, sizeof *pr.hpred)))))
         rc = bert__err(err, BERT_ENOMEM, "out of memory");
     if (rc == BERT_OK)
         rc = predict_all(t, d, &p, &pr, err);
@@ -213,7 +254,10 @@ int bert_evaluate(bert_trainer *t, const bert_dataset *d,
     }
     for (size_t i = 0; pr.wpred && i < n; i++)
         free(pr.wpred[i]);
+    for (size_t i = 0; pr.hpred && i < n; i++)
+        free(pr.hpred[i]);
     free(pr.wpred);
+    free(pr.hpred);
     free(pr.pred);
     return rc;
 }
