@@ -3,8 +3,8 @@
 # --config with the vocabulary of data/sentiment: what the model directory
 # holds, saves that survive a kill or a full disk (file size limit), the
 # opt-in resume state, --out checked before training, and the refusals
-# (one-class data, dropout outside [0, 1)).  Each run takes a fraction of a
-# second.
+# (one-class data, dropout outside [0, 1)), and --init from the bundled
+# pre-trained encoder.  Each run takes a fraction of a second.
 . "$(dirname "$0")/lib.sh"
 TRAIN=$top_builddir/apps/bert-train
 V=$top_srcdir/data/sentiment
@@ -158,5 +158,25 @@ config "$tmp/config.json" attention 1
 train "dropout 1 --no-dropout" "$tmp/d" --epochs 1 --no-dropout
 [ $st = 0 ] || die "item 11: dropout 1 with --no-dropout: exit $st: $(cat "$tmp/err")"
 config "$tmp/config.json"
+
+# The bundled pre-trained encoder (data/base-en) is a starting point for
+# --init: a masked-LM model of 128 positions that fine-tunes into a
+# classifier of the same shape, which the tools load.
+B=$top_srcdir/data/base-en
+if [ -f "$B/model.safetensors" ]; then
+    grep -q '"BertForMaskedLM"' "$B/config.json" || die "base-en: not BertForMaskedLM"
+    grep -q '"max_position_embeddings": 128' "$B/config.json" || die "base-en: positions"
+    printf 'text,label\na fine film,positive\na dull film,negative\n' > "$tmp/b.csv"
+    "$TRAIN" --init "$B" --task sequence --train "$tmp/b.csv" --out "$tmp/from-base" \
+        --epochs 1 -q > /dev/null 2> "$tmp/err" || die "--init base-en: exit $?: $(cat "$tmp/err")"
+    check_err "--init base-en"
+    grep -q '"BertForSequenceClassification"' "$tmp/from-base/config.json" &&
+        grep -q '"max_position_embeddings": 128' "$tmp/from-base/config.json" ||
+        die "--init base-en: $(cat "$tmp/from-base/config.json")"
+    "$top_builddir/apps/bert-sentiment" --model "$tmp/from-base" 'a fine film' > /dev/null 2> "$tmp/err" ||
+        die "bert-sentiment on the model from base-en: $(cat "$tmp/err")"
+else
+    echo "note: data/base-en absent, --init from it not checked"
+fi
 
 exit $fail
