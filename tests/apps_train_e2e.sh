@@ -98,7 +98,7 @@ conll "mary smith lives in rome" "acme corp works in london" \
     "the film is about anna" > "$tmp/dev.conll"
 "$TRAIN" --config "$tmp/tok.json" --vocab "$V" --task token \
     --train "$tmp/train.conll" --dev "$tmp/dev.conll" --out "$tmp/tok" \
-    --epochs 12 --batch-size 4 --lr 3e-3 --max-length 24 --no-dropout \
+    --epochs 24 --batch-size 4 --lr 3e-3 --max-length 24 --no-dropout \
     > "$tmp/tok.out" 2> "$tmp/tok.err" ||
     die "bert-train token exited $?: $(head -c 400 "$tmp/tok.err")"
 grep -q 'entity P 1.0000 R 1.0000 F1 1.0000, token accuracy 1.0000' "$tmp/tok.err" ||
