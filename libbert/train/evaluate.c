@@ -29,29 +29,17 @@ typedef struct {
     double loss;     /* summed per example */
 } preds;
 
-/* The predicted tag of every word of e from its first sub-token's logits
- * (row stride seq_len * C); a word cut by truncation gets "O" (o). */
-static int32_t *word_tags(const bert__example *e, const float *logits,
-                          size_t C, int32_t o)
+/* The predicted tag of each of n words from its first token's logits
+ * (first[w]: the token; -1, a word cut by truncation, gets "O" (o)): for
+ * the CoNLL words (e->first_tok) and for the words bert-tag finds
+ * (e->hw_first). */
+static int32_t *word_tags(const int32_t *first, int32_t n,
+                          const float *logits, size_t C, int32_t o)
 {
-    int32_t *wp = malloc(((size_t)e->nwords + 1) * sizeof *wp);
-    for (int32_t w = 0; wp && w < e->nwords; w++)
-        wp[w] = e->first_tok[w] < 0
-                    ? o
-                    : argmax(logits + (size_t)e->first_tok[w] * C, C);
+    int32_t *wp = malloc(((size_t)n + 1) * sizeof *wp);
+    for (int32_t w = 0; wp && w < n; w++)
+        wp[w] = first[w] < 0 ? o : argmax(logits + (size_t)first[w] * C, C);
     return wp;
-}
-
-/* The same for the words bert-tag finds (e->hw_first). */
-static int32_t *hw_tags(const bert__example *e, const float *logits,
-                        size_t C, int32_t o)
-{
-    int32_t *hp = malloc(((size_t)e->nhw + 1) * sizeof *hp);
-    for (int32_t w = 0; hp && w < e->nhw; w++)
-        hp[w] = e->hw_first[w] < 0
-                    ? o
-                    : argmax(logits + (size_t)e->hw_first[w] * C, C);
-    return hp;
 }
 
 /* Runs t over d in batches of bs, shortest first. */
@@ -94,8 +82,10 @@ static int predict_all(bert_trainer *t, const bert_dataset *d,
                 pr->pred[k] = argmax(logits + i * C, C);
             else if (d->task == BERT_TRAIN_TOKEN) {
                 const float *lk = logits + i * b.seq_len * C;
-                pr->wpred[k] = word_tags(&d->ex[k], lk, C, o >= 0 ? o : 0);
-                pr->hpred[k] = hw_tags(&d->ex[k], lk, C, o >= 0 ? o : 0);
+                const bert__example *e = &d->ex[k];
+                int32_t ot = o >= 0 ? o : 0;
+                pr->wpred[k] = word_tags(e->first_tok, e->nwords, lk, C, ot);
+                pr->hpred[k] = word_tags(e->hw_first, e->nhw, lk, C, ot);
                 if (!pr->wpred[k] || !pr->hpred[k])
                     rc = BERT_ENOMEM;
             }
