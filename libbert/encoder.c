@@ -484,8 +484,9 @@ static void encode_block(const bert__enc *e, const bert_input *in,
  * model 207), three interleaved runs each, against one block of 4,096
  * rows: +3% on one thread (6.40 against 6.20 seq/s), +4% on two (12.78
  * against 12.27).  Chunking the feed-forward rows further (128 or 256)
- * did not measurably help, 1 x 512 included.  Every row is computed the same way in any block, so the results do not
- * change.  Training keeps every row's activations and runs one block. */
+ * did not measurably help, 1 x 512 included.  Every row is computed the
+ * same way in any block, so the results do not change.  Training keeps
+ * every row's activations and runs one block. */
 #define BLOCK_ROWS 512
 
 void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,

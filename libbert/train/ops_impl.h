@@ -326,7 +326,7 @@ void OPS(attention_forward)(real *out, real *att, real *scratch,
     int nth = clamp_threads(n_threads);
     size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
-        OMP_FOR
+    OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
         size_t ro, po;
