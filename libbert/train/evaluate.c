@@ -10,16 +10,6 @@
 #include "libbert/internal.h"
 #include "libbert/train/dataset.h"
 
-/* The arg-max of l[0..C). */
-static int32_t argmax(const float *l, size_t C)
-{
-    int32_t best = 0;
-    for (size_t c = 1; c < C; c++)
-        if (l[c] > l[best])
-            best = (int32_t)c;
-    return best;
-}
-
 /* What one pass over the dataset collects. */
 typedef struct {
     int32_t *pred;   /* sequence: class per example */
@@ -38,7 +28,9 @@ static int32_t *word_tags(const int32_t *first, int32_t n,
 {
     int32_t *wp = malloc(((size_t)n + 1) * sizeof *wp);
     for (int32_t w = 0; wp && w < n; w++)
-        wp[w] = first[w] < 0 ? o : argmax(logits + (size_t)first[w] * C, C);
+        wp[w] = first[w] < 0
+                    ? o
+                    : (int32_t)bert__argmax(logits + (size_t)first[w] * C, C);
     return wp;
 }
 
@@ -79,7 +71,7 @@ static int predict_all(bert_trainer *t, const bert_dataset *d,
         for (size_t i = 0; i < nb; i++) {
             size_t k = idx[s + i];
             if (d->task == BERT_TRAIN_SEQUENCE)
-                pr->pred[k] = argmax(logits + i * C, C);
+                pr->pred[k] = (int32_t)bert__argmax(logits + i * C, C);
             else if (d->task == BERT_TRAIN_TOKEN) {
                 const float *lk = logits + i * b.seq_len * C;
                 const bert__example *e = &d->ex[k];
