@@ -179,6 +179,18 @@ static int csv_record(loader *L, bert_dataset *d, const bert_record *rec,
     return push(d, &e, err);
 }
 
+/* Words [*done, upto) that have no token (cut by truncation, or empty to
+ * the tokenizer) each become one word of bert-tag's, scored "O" by the
+ * evaluation; *done = upto. */
+static void untokenized_words(bert__example *e, size_t *done, size_t upto)
+{
+    for (; *done < upto; (*done)++)
+        if (e->first_tok[*done] < 0) {
+            e->hw_first[e->nhw] = -1;
+            e->hw_word[e->nhw++] = (int32_t)*done;
+        }
+}
+
 /* The labels of a CoNLL sentence's tokens from its words' tags: each token
  * is mapped to its word through byte offsets into the joined text (len
  * bytes), whose words start at start[0..nw].  Also the words bert-tag
@@ -199,11 +211,7 @@ static void token_labels(const loader *L, const bert_dataset *d,
         int64_t b = enc->byte_offsets[2 * t];
         while (w + 1 < nw && (size_t)b >= start[w + 1])
             w++;
-        for (; done < w; done++) /* a word with no token: one word, "O" */
-            if (e->first_tok[done] < 0) {
-                e->hw_first[e->nhw] = -1;
-                e->hw_word[e->nhw++] = (int32_t)done;
-            }
+        untokenized_words(e, &done, w);
         const char *tok = bert_tokenizer_token(L->tok, enc->ids[t]);
         if (!bert__tag_is_subword(tok ? tok : "", text, len,
                                   enc->offsets[2 * t], enc->offsets[2 * t + 1],
@@ -228,11 +236,7 @@ static void token_labels(const loader *L, const bert_dataset *d,
             e->labels[t] = lab;
         }
     }
-    for (done = nw ? w + (e->first_tok[w] >= 0) : 0; done < nw; done++)
-        if (e->first_tok[done] < 0) { /* truncated away (or no token) */
-            e->hw_first[e->nhw] = -1;
-            e->hw_word[e->nhw++] = (int32_t)done;
-        }
+    untokenized_words(e, &done, nw); /* word w, if it has tokens, is in */
 }
 
 /* A CoNLL sentence: its words joined by spaces and encoded. */
