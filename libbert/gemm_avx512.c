@@ -76,40 +76,60 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 /* Edge columns: the same 8-row tile for nr < 48 columns, with NV = 1 or 2
  * vectors of accumulators and a masked store of the last, instead of the
  * full tile into a scratch buffer and a copy: attention's products have
- * 64 (head) or sequence-length columns, so every row of them ends in one. */
-#define EDGE_KERNEL(NV)                                                       \
-    __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))         \
-    static void ukr_edge##NV(size_t k, const float *a, const float *b,        \
-                             size_t ldb, float *c, size_t ldc, float alpha,   \
-                             int accumulate, __mmask16 last)                   \
+ * 64 (head) or sequence-length columns, so every row of them ends in one.
+ * The accumulators are named, as in the full tile: written as arrays and
+ * loops, GCC 12 kept them on the stack and every FMA waited for the store
+ * of the one before (one head's P V at 512 keys: 90 GFLOP/s then, 126
+ * now; Q K^T at 128 keys: 103 then, 128 now; bench/gemm_shapes). */
+#define E_DECL1(i) __m512 c##i##0 = _mm512_setzero_ps();
+#define E_DECL2(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
+#define E_STEP1(i)                                                            \
+    c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i##0);
+#define E_STEP2(i)                                                            \
     {                                                                         \
-        __m512 acc[MR][NV];                                                   \
-        for (int i = 0; i < MR; i++)                                          \
-            for (int v = 0; v < NV; v++)                                      \
-                acc[i][v] = _mm512_setzero_ps();                              \
-        for (size_t p = 0; p < k; p++, a += MR, b += ldb) {                   \
-            __m512 bv[NV];                                                    \
-            for (int v = 0; v < NV; v++)                                      \
-                bv[v] = _mm512_loadu_ps(b + 16 * v);                          \
-            for (int i = 0; i < MR; i++) {                                    \
-                __m512 ai = _mm512_set1_ps(a[i]);                             \
-                for (int v = 0; v < NV; v++)                                  \
-                    acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);        \
-            }                                                                 \
-        }                                                                     \
-        const __m512 va = _mm512_set1_ps(alpha);                              \
-        for (int i = 0; i < MR; i++)                                          \
-            for (int v = 0; v < NV; v++) {                                    \
-                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;         \
-                float *cq = c + i * ldc + 16 * v;                             \
-                __m512 r = _mm512_mul_ps(va, acc[i][v]);                      \
-                if (accumulate)                                               \
-                    r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, cq));       \
-                _mm512_mask_storeu_ps(cq, m, r);                              \
-            }                                                                 \
+        __m512 ai = _mm512_set1_ps(a[i]);                                     \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                           \
+        c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                           \
     }
-EDGE_KERNEL(1)
-EDGE_KERNEL(2)
+/* Vector v of row i: columns 16v.., the last one masked. */
+#define E_PUT(i, v, m)                                                        \
+    {                                                                         \
+        float *cq = c + (i) * ldc + 16 * (v);                                 \
+        __m512 r = _mm512_mul_ps(va, c##i##v);                                \
+        if (accumulate)                                                       \
+            r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, cq));               \
+        _mm512_mask_storeu_ps(cq, m, r);                                      \
+    }
+#define E_STORE1(i) E_PUT(i, 0, last)
+#define E_STORE2(i) E_PUT(i, 0, (__mmask16)0xffff) E_PUT(i, 1, last)
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+static void ukr_edge1(size_t k, const float *a, const float *b, size_t ldb,
+                      float *c, size_t ldc, float alpha, int accumulate,
+                      __mmask16 last)
+{
+    ROWS(E_DECL1)
+    for (size_t p = 0; p < k; p++, a += MR, b += ldb) {
+        __m512 b0 = _mm512_loadu_ps(b);
+        ROWS(E_STEP1)
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    ROWS(E_STORE1)
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+static void ukr_edge2(size_t k, const float *a, const float *b, size_t ldb,
+                      float *c, size_t ldc, float alpha, int accumulate,
+                      __mmask16 last)
+{
+    ROWS(E_DECL2)
+    for (size_t p = 0; p < k; p++, a += MR, b += ldb) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        ROWS(E_STEP2)
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    ROWS(E_STORE2)
+}
 
 void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
                            size_t ldb, float *c, size_t ldc, float alpha,
