@@ -22,8 +22,12 @@
  * tokenizer's share of the time; with --shape it needs --vocab (a
  * vocab.txt, uncased).
  *
+ * With --precision bf16 or int8 it also measures the peak of the dot
+ * instruction the kernels use (vdpbf16ps, vpdpbusd): that precision's
+ * ceiling on this CPU.
+ *
  * --json prints one object per line (keys: seq_per_s, median_ms, gflops,
- * blis_gflops, peak_gflops, ...).  Exit status 0, 1 on usage errors, 2 when
+ * blis_gflops, peak_gflops, dot_peak_gflops, ...).  Exit status 0, 1 on usage errors, 2 when
  * the model or input cannot be used.
  */
 #include <errno.h>
@@ -220,6 +224,119 @@ static double fma_peak(int threads, int *width)
     return best;
 #else
     (void)threads;
+    return 0;
+#endif
+}
+
+/* ---- the reduced-precision dot instruction's peak -------------------------- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* 12 independent chains of one dot-product instruction, through asm so that
+ * nothing but the instruction runs (intrinsics would let GCC move or copy
+ * the accumulators). */
+#define DOT_CHAINS(T, ZERO, INSN, CONS)                                       \
+    T r0 = ZERO, r1 = ZERO, r2 = ZERO, r3 = ZERO, r4 = ZERO, r5 = ZERO;       \
+    T r6 = ZERO, r7 = ZERO, r8 = ZERO, r9 = ZERO, r10 = ZERO, r11 = ZERO;     \
+    T x = ZERO, y = ZERO;                                                     \
+    __asm__ volatile("" : "+" CONS(x), "+" CONS(y));                          \
+    for (long i = 0; i < iters; i++) {                                        \
+        __asm__ volatile(INSN " %[x], %[y], %[a0]\n\t"                        \
+                         INSN " %[x], %[y], %[a1]\n\t"                        \
+                         INSN " %[x], %[y], %[a2]\n\t"                        \
+                         INSN " %[x], %[y], %[a3]\n\t"                        \
+                         INSN " %[x], %[y], %[a4]\n\t"                        \
+                         INSN " %[x], %[y], %[a5]\n\t"                        \
+                         INSN " %[x], %[y], %[a6]\n\t"                        \
+                         INSN " %[x], %[y], %[a7]\n\t"                        \
+                         INSN " %[x], %[y], %[a8]\n\t"                        \
+                         INSN " %[x], %[y], %[a9]\n\t"                        \
+                         INSN " %[x], %[y], %[a10]\n\t"                       \
+                         INSN " %[x], %[y], %[a11]"                           \
+                         : [a0] "+" CONS(r0), [a1] "+" CONS(r1),              \
+                           [a2] "+" CONS(r2), [a3] "+" CONS(r3),              \
+                           [a4] "+" CONS(r4), [a5] "+" CONS(r5),              \
+                           [a6] "+" CONS(r6), [a7] "+" CONS(r7),              \
+                           [a8] "+" CONS(r8), [a9] "+" CONS(r9),              \
+                           [a10] "+" CONS(r10), [a11] "+" CONS(r11)           \
+                         : [x] CONS(x), [y] CONS(y));                         \
+    }                                                                         \
+    __asm__ volatile("" ::CONS(r0), CONS(r1), CONS(r2), CONS(r3), CONS(r4),   \
+                     CONS(r5), CONS(r6), CONS(r7), CONS(r8), CONS(r9),        \
+                     CONS(r10), CONS(r11));
+
+__attribute__((target("avx512f,avx512bf16"))) static void dot_bf16(long iters)
+{
+    DOT_CHAINS(__m512, _mm512_setzero_ps(), "vdpbf16ps", "v")
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static void dot_vnni512(long iters)
+{
+    DOT_CHAINS(__m512i, _mm512_setzero_si512(), "vpdpbusd", "v")
+}
+
+__attribute__((target("avx2,avxvnni"))) static void dot_vnni256(long iters)
+{
+    DOT_CHAINS(__m256i, _mm256_setzero_si256(), "%{vex%} vpdpbusd", "x")
+}
+#endif
+
+/* The peak of the instruction that the reduced-precision kernels of this
+ * tier multiply with (vdpbf16ps for bf16, vpdpbusd for int8), in G(FL)OP/s
+ * counting a multiply-add as 2 as for float32; *insn names it.  0 where
+ * there is none to measure (fp32, the amx and blis tiers).  bf16's bound on
+ * its speed against fp32 is this over the FMA peak: on the Xeon VM of
+ * BENCHMARKS.md vdpbf16ps issues at half the FMA's rate. */
+static double dot_peak(int threads, bert_precision prec, bert_kernels tier,
+                       const char **insn)
+{
+    *insn = "";
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned f = bert__cpu_features();
+    int kind = 0; /* 1 vdpbf16ps zmm, 2 vpdpbusd zmm, 3 vpdpbusd ymm */
+    if (prec == BERT_PRECISION_BF16 && tier == BERT_KERNELS_AVX512 &&
+        (f & BERT_CPU_AVX512_BF16))
+        kind = 1;
+    else if (prec == BERT_PRECISION_INT8 && tier == BERT_KERNELS_AVX512 &&
+             (f & BERT_CPU_AVX512_VNNI))
+        kind = 2;
+    else if (prec == BERT_PRECISION_INT8 && tier == BERT_KERNELS_AVX2 &&
+             (f & BERT_CPU_AVX_VNNI))
+        kind = 3;
+    if (!kind)
+        return 0;
+    *insn = kind == 1 ? "vdpbf16ps zmm" : kind == 2 ? "vpdpbusd zmm"
+                                                     : "vpdpbusd ymm";
+    /* multiply-adds per instruction: 16 lanes x 2 bf16 pairs; 16 or 8
+     * lanes x 4 byte pairs */
+    double macs = kind == 1 ? 32 : kind == 2 ? 64 : 32;
+    const long iters = 10000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = app_now();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+        {
+            if (kind == 1)
+                dot_bf16(iters);
+            else if (kind == 2)
+                dot_vnni512(iters);
+            else
+                dot_vnni256(iters);
+        }
+        double t = app_now() - t0;
+#ifdef _OPENMP
+        int nt = threads;
+#else
+        int nt = 1;
+#endif
+        double g = (double)nt * (double)iters * 12.0 * macs * 2.0 / t / 1e9;
+        if (g > best)
+            best = g;
+    }
+    return best;
+#else
+    (void)threads, (void)prec, (void)tier;
     return 0;
 #endif
 }
@@ -717,6 +834,10 @@ int main(int argc, char **argv)
     int packed = 0;
     const char *kernels = bert_session_kernels(s, &packed);
     bert_kernels tier = (bert_kernels)bert__kernels_parse(kernels);
+    const char *dot_insn = "";
+    double dot = o.no_peak ? 0
+                           : dot_peak(o.threads, bert_model_precision(m),
+                                      tier, &dot_insn);
     if (!o.no_blis) {
         size_t T = o.text ? r.tokens / (r.batch ? r.batch : 1) * o.batch : r.tokens;
         if (T == 0)
@@ -740,13 +861,15 @@ int main(int argc, char **argv)
                "\"blis_gflops\":%.1f,\"kernels_gflops\":%.1f,"
                "\"load_s\":%.3f,\"loadavg1\":%.2f,\"foreign_cores\":%.2f,"
                "\"foreign_before\":%.2f,\"gemm_kernels\":\"%s\","
-               "\"packed\":%d,\"precision\":\"%s\",\"cpu_features\":\"%s\"",
+               "\"packed\":%d,\"precision\":\"%s\",\"cpu_features\":\"%s\","
+               "\"dot_peak_gflops\":%.1f,\"dot_insn\":\"%s\"",
                name, o.threads, r.batch, r.maxlen, r.tokens, r.iters,
                r.median_ms, r.min_ms, r.cpu_median_ms, r.seq_per_s, r.gflops,
                peak, peak1, width,
                peak > 0 ? 100.0 * r.gflops / peak : 0.0, blis, own, load_s,
                load, r.foreign, r.foreign_before, kernels, packed,
-               bert_precision_name(bert_model_precision(m)), feats);
+               bert_precision_name(bert_model_precision(m)), feats, dot,
+               dot_insn);
         if (o.text)
             printf(",\"text_mb\":%.3f,\"tokenize_s\":%.3f,\"run_s\":%.3f,"
                    "\"tokenizer_share\":%.4f",
@@ -780,6 +903,12 @@ int main(int argc, char **argv)
             printf("fma peak     %.1f GFLOP/s on %d thread(s) (%d-bit FMA loop; "
                    "1 thread %.1f): encoder at %.1f%%\n",
                    peak, o.threads, width, peak1, 100.0 * r.gflops / peak);
+        if (dot > 0)
+            printf("dot peak     %.1f G(FL)OP/s on %d thread(s) (%s loop, a "
+                   "multiply-add as 2%s%.2fx the FMA peak): encoder at "
+                   "%.1f%%\n",
+                   dot, o.threads, dot_insn, peak > 0 ? "; " : "",
+                   peak > 0 ? dot / peak : 0.0, 100.0 * r.gflops / dot);
         if (!o.no_blis)
             printf("one layer    %.1f GFLOP/s BLIS sgemm, %.1f %s kernels "
                    "(packed) on its dense shapes\n",

@@ -78,10 +78,21 @@ for p in bf16 int8; do
         done
     done
     json=$("$BENCH" --shape bert-tiny --batch 2 --seq 16 --reps 2 --min-time 0.01 \
-           --no-peak --no-blis --json --precision $p 2> "$tmp/err") ||
+           --no-blis --json --precision $p 2> "$tmp/err") ||
         die "bert-bench --precision $p: $(cat "$tmp/err")"
     echo "$json" | grep -q "\"precision\":\"$p\"" ||
         die "bert-bench --precision $p reports: $json"
+    # the peak of the dot instruction its kernels use, where there is one
+    # to measure (none on the amx tier), and the right instruction
+    case $p in bf16) insn=vdpbf16ps ;; *) insn=vpdpbusd ;; esac
+    case $json in
+    *'"dot_insn":""'*) echo "$json" | grep -q '"gemm_kernels":"amx"' ||
+        die "bert-bench --precision $p measured no dot peak: $json" ;;
+    *"\"dot_insn\":\"$insn "*)
+        echo "$json" | grep -q '"dot_peak_gflops":0.0,' &&
+            die "bert-bench --precision $p: a dot peak of 0: $json" ;;
+    *) die "bert-bench --precision $p: not the $insn peak: $json" ;;
+    esac
     ran="$ran $p"
 done
 # int8 with the blis tier is refused, naming why; an unknown precision is a
