@@ -103,33 +103,24 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 #define E_STORE1(i) E_PUT(i, 0, last)
 #define E_STORE2(i) E_PUT(i, 0, (__mmask16)0xffff) E_PUT(i, 1, last)
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-static void ukr_edge1(size_t k, const float *a, const float *b, size_t ldb,
-                      float *c, size_t ldc, float alpha, int accumulate,
-                      __mmask16 last)
-{
-    ROWS(E_DECL1)
-    for (size_t p = 0; p < k; p++, a += MR, b += ldb) {
-        __m512 b0 = _mm512_loadu_ps(b);
-        ROWS(E_STEP1)
+#define E_LOAD1 __m512 b0 = _mm512_loadu_ps(b);
+#define E_LOAD2 __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define EDGE_KERNEL(NV)                                                       \
+    __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))         \
+    static void ukr_edge##NV(size_t k, const float *a, const float *b,        \
+                             size_t ldb, float *c, size_t ldc, float alpha,   \
+                             int accumulate, __mmask16 last)                   \
+    {                                                                         \
+        ROWS(E_DECL##NV)                                                      \
+        for (size_t p = 0; p < k; p++, a += MR, b += ldb) {                   \
+            E_LOAD##NV                                                        \
+            ROWS(E_STEP##NV)                                                  \
+        }                                                                     \
+        const __m512 va = _mm512_set1_ps(alpha);                              \
+        ROWS(E_STORE##NV)                                                     \
     }
-    const __m512 va = _mm512_set1_ps(alpha);
-    ROWS(E_STORE1)
-}
-
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-static void ukr_edge2(size_t k, const float *a, const float *b, size_t ldb,
-                      float *c, size_t ldc, float alpha, int accumulate,
-                      __mmask16 last)
-{
-    ROWS(E_DECL2)
-    for (size_t p = 0; p < k; p++, a += MR, b += ldb) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        ROWS(E_STEP2)
-    }
-    const __m512 va = _mm512_set1_ps(alpha);
-    ROWS(E_STORE2)
-}
+EDGE_KERNEL(1)
+EDGE_KERNEL(2)
 
 void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
                            size_t ldb, float *c, size_t ldc, float alpha,
