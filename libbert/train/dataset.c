@@ -191,6 +191,18 @@ static void untokenized_words(bert__example *e, size_t *done, size_t upto)
         }
 }
 
+/* A word of bert-tag's with no token of its own for a CoNLL word w whose
+ * text its tokens do not reach (cut by truncation, or characters the
+ * tokenizer drops at its start or end): bert-tag's entity then starts or
+ * ends where the tokens do, inside the gold span, and this word, scored
+ * "O" and continuing w's entity in the gold tags, makes the evaluation
+ * count that entity as wrong, as it is in bert-tag's output. */
+static void text_without_token(bert__example *e, size_t w)
+{
+    e->hw_first[e->nhw] = -1;
+    e->hw_word[e->nhw++] = (int32_t)w;
+}
+
 /* The labels of a CoNLL sentence's tokens from its words' tags: each token
  * is mapped to its word through byte offsets into the joined text (len
  * bytes), whose words start at start[0..nw].  Also the words bert-tag
@@ -203,6 +215,8 @@ static void token_labels(const loader *L, const bert_dataset *d,
     int bpe = bert_tokenizer_get_kind(L->tok) == BERT_TOKENIZER_BPE;
     int32_t unk = bert_tokenizer_special(L->tok, BERT_TOKEN_UNK);
     size_t w = 0, done = 0; /* words before `done` are in hw_* */
+    size_t pw = SIZE_MAX;   /* the word of the previous token, */
+    int64_t pend = 0;       /* and where its tokens end so far */
     e->nhw = 0;
     for (int32_t t = 0; t < e->n; t++) {
         e->labels[t] = -100;
@@ -211,7 +225,19 @@ static void token_labels(const loader *L, const bert_dataset *d,
         int64_t b = enc->byte_offsets[2 * t];
         while (w + 1 < nw && (size_t)b >= start[w + 1])
             w++;
-        untokenized_words(e, &done, w);
+        if (w != pw) {
+            /* word ends at the space before the next one (start[nw] is
+             * one past the text's end) */
+            if (pw != SIZE_MAX && (size_t)pend < start[pw + 1] - 1)
+                text_without_token(e, pw);
+            untokenized_words(e, &done, w);
+            if ((size_t)b > start[w])
+                text_without_token(e, w);
+            pw = w;
+            pend = b;
+        }
+        if (enc->byte_offsets[2 * t + 1] > pend)
+            pend = enc->byte_offsets[2 * t + 1];
         const char *tok = bert_tokenizer_token(L->tok, enc->ids[t]);
         if (!bert__tag_is_subword(tok ? tok : "", text, len,
                                   enc->offsets[2 * t], enc->offsets[2 * t + 1],
@@ -236,6 +262,8 @@ static void token_labels(const loader *L, const bert_dataset *d,
             e->labels[t] = lab;
         }
     }
+    if (pw != SIZE_MAX && (size_t)pend < start[pw + 1] - 1)
+        text_without_token(e, pw);
     untokenized_words(e, &done, nw); /* word w, if it has tokens, is in */
 }
 
@@ -283,7 +311,9 @@ static int conll_sentence(loader *L, bert_dataset *d, const bert_record *rec,
     }
     if (rc == BERT_OK) {
         e.nwords = (int32_t)nw;
-        size_t nh = (size_t)e.n + nw + 1;
+        /* a word each per token, per CoNLL word without one, and per
+         * CoNLL word whose start or end has no token */
+        size_t nh = (size_t)e.n + 3 * nw + 1;
         e.labels = malloc(((size_t)e.n + 1) * sizeof(int32_t));
         e.hw_first = malloc(nh * sizeof(int32_t));
         e.hw_word = malloc(nh * sizeof(int32_t));

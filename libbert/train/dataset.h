@@ -22,8 +22,9 @@ typedef struct bert__example {
     /* token task: the words as bert-tag's aggregation finds them
      * (bert__tag_is_subword: "U.S." is four of them, one CoNLL word), for
      * entity scores that count what bert-tag prints.  hw_first: the first
-     * token of each, -1 for a CoNLL word truncated away (one each); hw_word:
-     * the CoNLL word it is part of. */
+     * token of each, -1 for a CoNLL word truncated away (one each) and for
+     * the start or end of a CoNLL word that no token reaches (a word cut
+     * by truncation); hw_word: the CoNLL word it is part of. */
     int32_t nhw;
     int32_t *hw_first, *hw_word;
 } bert__example;
