@@ -186,6 +186,37 @@ __attribute__((target("avx2,fma"))) static float fma256(long iters)
 {
     FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, "x")
 }
+
+/* Best of 3 runs of `chains` (iters steps of 12 instructions, each
+ * `flops` G(FL)OP/s-counted operations) on `threads` threads, in
+ * G(FL)OP/s.  The instruction loops' results are summed into a sink so
+ * that none is optimised away. */
+static double best_rate(int threads, float (*chains)(long), long iters,
+                        double flops)
+{
+    double best = 0;
+    volatile float sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = app_now();
+        float s = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+#endif
+        s += chains(iters);
+        double t = app_now() - t0;
+        sink += s;
+#ifdef _OPENMP
+        int nt = threads;
+#else
+        int nt = 1;
+#endif
+        double g = (double)nt * (double)iters * 12.0 * flops / t / 1e9;
+        if (g > best)
+            best = g;
+    }
+    (void)sink;
+    return best;
+}
 #endif
 
 /* Best of 3 runs of an FMA loop on `threads` threads, in GFLOP/s; *width
@@ -199,29 +230,9 @@ static double fma_peak(int threads, int *width)
     if (!w)
         return 0;
     *width = w;
-    const long iters = 20000000;
-    double best = 0;
-    volatile float sink = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = app_now();
-        float s = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : s)
-#endif
-        s += w == 512 ? fma512(iters) : fma256(iters);
-        double t = app_now() - t0;
-        sink += s;
-#ifdef _OPENMP
-        int nt = threads;
-#else
-        int nt = 1;
-#endif
-        double g = (double)nt * (double)iters * 12.0 * (w / 32) * 2.0 / t / 1e9;
-        if (g > best)
-            best = g;
-    }
-    (void)sink;
-    return best;
+    /* an FMA: w / 32 lanes, a multiply and an add each */
+    return best_rate(threads, w == 512 ? fma512 : fma256, 20000000,
+                     (double)(w / 32) * 2.0);
 #else
     (void)threads;
     return 0;
@@ -262,19 +273,20 @@ static double fma_peak(int threads, int *width)
     }                                                                         \
     __asm__ volatile("" ::CONS(r0), CONS(r1), CONS(r2), CONS(r3), CONS(r4),   \
                      CONS(r5), CONS(r6), CONS(r7), CONS(r8), CONS(r9),        \
-                     CONS(r10), CONS(r11));
+                     CONS(r10), CONS(r11));                                    \
+    return 0.0f;
 
-__attribute__((target("avx512f,avx512bf16"))) static void dot_bf16(long iters)
+__attribute__((target("avx512f,avx512bf16"))) static float dot_bf16(long iters)
 {
     DOT_CHAINS(__m512, _mm512_setzero_ps(), "vdpbf16ps", "v")
 }
 
-__attribute__((target("avx512f,avx512vnni"))) static void dot_vnni512(long iters)
+__attribute__((target("avx512f,avx512vnni"))) static float dot_vnni512(long iters)
 {
     DOT_CHAINS(__m512i, _mm512_setzero_si512(), "vpdpbusd", "v")
 }
 
-__attribute__((target("avx2,avxvnni"))) static void dot_vnni256(long iters)
+__attribute__((target("avx2,avxvnni"))) static float dot_vnni256(long iters)
 {
     DOT_CHAINS(__m256i, _mm256_setzero_si256(), "%{vex%} vpdpbusd", "x")
 }
@@ -304,37 +316,18 @@ static double dot_peak(int threads, bert_precision prec, bert_kernels tier,
         kind = 3;
     if (!kind)
         return 0;
-    *insn = kind == 1 ? "vdpbf16ps zmm" : kind == 2 ? "vpdpbusd zmm"
-                                                     : "vpdpbusd ymm";
     /* multiply-adds per instruction: 16 lanes x 2 bf16 pairs; 16 or 8
      * lanes x 4 byte pairs */
-    double macs = kind == 1 ? 32 : kind == 2 ? 64 : 32;
-    const long iters = 10000000;
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = app_now();
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-        {
-            if (kind == 1)
-                dot_bf16(iters);
-            else if (kind == 2)
-                dot_vnni512(iters);
-            else
-                dot_vnni256(iters);
-        }
-        double t = app_now() - t0;
-#ifdef _OPENMP
-        int nt = threads;
-#else
-        int nt = 1;
-#endif
-        double g = (double)nt * (double)iters * 12.0 * macs * 2.0 / t / 1e9;
-        if (g > best)
-            best = g;
-    }
-    return best;
+    static const struct {
+        const char *name;
+        float (*chains)(long);
+        double macs;
+    } dot[3] = {{"vdpbf16ps zmm", dot_bf16, 32},
+                {"vpdpbusd zmm", dot_vnni512, 64},
+                {"vpdpbusd ymm", dot_vnni256, 32}};
+    *insn = dot[kind - 1].name;
+    return best_rate(threads, dot[kind - 1].chains, 10000000,
+                     dot[kind - 1].macs * 2.0);
 #else
     (void)threads, (void)prec, (void)tier;
     return 0;
