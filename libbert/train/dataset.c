@@ -179,34 +179,42 @@ static int csv_record(loader *L, bert_dataset *d, const bert_record *rec,
     return push(d, &e, err);
 }
 
-/* Words [*done, upto) that have no token (cut by truncation, or empty to
- * the tokenizer) each become one word of bert-tag's, scored "O" by the
- * evaluation; *done = upto. */
-static void untokenized_words(bert__example *e, size_t *done, size_t upto)
-{
-    for (; *done < upto; (*done)++)
-        if (e->first_tok[*done] < 0) {
-            e->hw_first[e->nhw] = -1;
-            e->hw_word[e->nhw++] = (int32_t)*done;
-        }
-}
-
-/* A word of bert-tag's with no token of its own for a CoNLL word w whose
- * text its tokens do not reach (cut by truncation, or characters the
- * tokenizer drops at its start or end): bert-tag's entity then starts or
- * ends where the tokens do, inside the gold span, and this word, scored
- * "O" and continuing w's entity in the gold tags, makes the evaluation
- * count that entity as wrong, as it is in bert-tag's output. */
+/* A word of bert-tag's with no token, part of CoNLL word w: scored "O" by
+ * the evaluation. */
 static void text_without_token(bert__example *e, size_t w)
 {
     e->hw_first[e->nhw] = -1;
     e->hw_word[e->nhw++] = (int32_t)w;
 }
 
+/* Words [*done, upto) that have no token (cut by truncation, or empty to
+ * the tokenizer) each become one such word; *done = upto. */
+static void untokenized_words(bert__example *e, size_t *done, size_t upto)
+{
+    for (; *done < upto; (*done)++)
+        if (e->first_tok[*done] < 0)
+            text_without_token(e, *done);
+}
+
+/* After the last token of CoNLL word w (ending at byte pend): when its
+ * text goes on past its tokens (cut by truncation inside its pieces, or
+ * characters the tokenizer drops), one more such word.  bert-tag's entity
+ * ends where the tokens do, inside the gold span; this word, continuing
+ * w's entity in the gold tags, makes the evaluation count it as wrong, as
+ * it is in bert-tag's output.  (The same for a word's start, below.)  A
+ * word ends at the space before the next one; start[nw] is one past the
+ * text's end. */
+static void word_end(bert__example *e, const size_t *start, size_t w,
+                     int64_t pend)
+{
+    if ((size_t)pend < start[w + 1] - 1)
+        text_without_token(e, w);
+}
+
 /* The labels of a CoNLL sentence's tokens from its words' tags: each token
  * is mapped to its word through byte offsets into the joined text (len
  * bytes), whose words start at start[0..nw].  Also the words bert-tag
- * finds (hw_first, hw_word: arrays of e->n + nw). */
+ * finds (hw_first, hw_word: arrays of e->n + 3 nw). */
 static void token_labels(const loader *L, const bert_dataset *d,
                          bert__example *e, const char *text, size_t len,
                          const size_t *start, size_t nw)
@@ -226,12 +234,10 @@ static void token_labels(const loader *L, const bert_dataset *d,
         while (w + 1 < nw && (size_t)b >= start[w + 1])
             w++;
         if (w != pw) {
-            /* word ends at the space before the next one (start[nw] is
-             * one past the text's end) */
-            if (pw != SIZE_MAX && (size_t)pend < start[pw + 1] - 1)
-                text_without_token(e, pw);
+            if (pw != SIZE_MAX)
+                word_end(e, start, pw, pend);
             untokenized_words(e, &done, w);
-            if ((size_t)b > start[w])
+            if ((size_t)b > start[w]) /* see word_end */
                 text_without_token(e, w);
             pw = w;
             pend = b;
@@ -262,8 +268,8 @@ static void token_labels(const loader *L, const bert_dataset *d,
             e->labels[t] = lab;
         }
     }
-    if (pw != SIZE_MAX && (size_t)pend < start[pw + 1] - 1)
-        text_without_token(e, pw);
+    if (pw != SIZE_MAX)
+        word_end(e, start, pw, pend);
     untokenized_words(e, &done, nw); /* word w, if it has tokens, is in */
 }
 
