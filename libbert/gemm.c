@@ -264,6 +264,13 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
                 for (size_t p = 0; p < kc; p++)
                     dst[p * MR + i] = s[p];
             }
+        } else if (rsa == 1 && mr == MR) {
+            /* Transposed activations (the trainer's weight gradients, dY^T
+             * X): each of the kc columns holds the MR rows side by side. */
+            for (size_t p = 0; p < kc; p++)
+                memcpy(dst + p * MR, src + (ptrdiff_t)p * csa,
+                       MR * sizeof *dst);
+            continue;
         } else {
             for (size_t p = 0; p < kc; p++)
                 for (size_t i = 0; i < mr; i++)

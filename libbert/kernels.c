@@ -46,9 +46,9 @@ AVX512 static inline __m512 exp512(__m512 x)
     return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
 }
 
-/* x/2 (1 + erf(x/sqrt 2)) through erfc(|x|/sqrt 2), so both tails keep
- * their relative precision. */
-AVX512 static inline __m512 gelu_erf512(__m512 x)
+/* 1 + erf(x/sqrt 2) through erfc(|x|/sqrt 2), so both tails keep their
+ * relative precision. */
+AVX512 static inline __m512 one_plus_erf512(__m512 x)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
     __m512 z = _mm512_mul_ps(_mm512_abs_ps(x),
@@ -68,9 +68,15 @@ AVX512 static inline __m512 gelu_erf512(__m512 x)
     __m512 erfc = _mm512_mul_ps(t, exp512(p));      /* erfc(|x|/sqrt 2) */
     /* x >= 0: 1 + erf = 2 - erfc;  x < 0: 1 + erf = erfc. */
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    __m512 onep = _mm512_mask_blend_ps(
-        neg, _mm512_sub_ps(_mm512_set1_ps(2.0f), erfc), erfc);
-    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), onep);
+    return _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(2.0f), erfc),
+                                erfc);
+}
+
+/* x/2 (1 + erf(x/sqrt 2)) */
+AVX512 static inline __m512 gelu_erf512(__m512 x)
+{
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                         one_plus_erf512(x));
 }
 #else
 #define KERNELS_AVX512 0
@@ -206,6 +212,44 @@ void bert__gelu_erf_forward(float *x, size_t n)
 #endif
     for (size_t i = 0; i < n; i++)
         x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * r));
+}
+
+#if KERNELS_AVX512
+AVX512 static void gelu_erf_backward512(float *dinp, const float *dout,
+                                        const float *inp, size_t n)
+{
+    const __m512 half = _mm512_set1_ps(0.5f);
+    const __m512 c = _mm512_set1_ps(0.39894228040143267794f); /* 1/sqrt(2pi) */
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff
+                                  : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
+        __m512 pdf = exp512(_mm512_mul_ps(_mm512_mul_ps(half, x),
+                                          _mm512_sub_ps(_mm512_setzero_ps(), x)));
+        __m512 d = _mm512_fmadd_ps(_mm512_mul_ps(x, c), pdf,
+                                   _mm512_mul_ps(half, one_plus_erf512(x)));
+        __m512 g = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, dout + i), d,
+                                   _mm512_maskz_loadu_ps(k, dinp + i));
+        _mm512_mask_storeu_ps(dinp + i, k, g);
+    }
+}
+#endif
+
+void bert__gelu_erf_backward(float *dinp, const float *dout, const float *inp,
+                             size_t n)
+{
+#if KERNELS_AVX512
+    if (have_avx512()) {
+        gelu_erf_backward512(dinp, dout, inp, n);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float d = 0.5f * (1.0f + erff(x * 0.70710678118654752440f)) +
+                  x * 0.39894228040143267794f * expf(-0.5f * x * x);
+        dinp[i] += dout[i] * d;
+    }
 }
 
 void bert__gelu_tanh_forward(float *x, size_t n)

@@ -28,6 +28,10 @@ void bert__add_layernorm_forward(float *out, const float *a, const float *b,
 
 /* In place on n values: exact GELU x/2 (1 + erf(x/sqrt 2)) ("gelu"). */
 void bert__gelu_erf_forward(float *x, size_t n);
+/* Its derivative, for training: dinp (n) += dout * GELU'(inp), GELU'(x) =
+ * (1 + erf(x/sqrt 2))/2 + x e^(-x^2/2)/sqrt(2 pi). */
+void bert__gelu_erf_backward(float *dinp, const float *dout, const float *inp,
+                             size_t n);
 /* In place: tanh GELU x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * ("gelu_new", "gelu_pytorch_tanh"). */
 void bert__gelu_tanh_forward(float *x, size_t n);

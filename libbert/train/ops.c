@@ -2,6 +2,7 @@
  * The kernels are the float instantiation of ops_impl.h; the counter-based
  * random numbers do not depend on the scalar type and live here once. */
 #include "libbert/gemm.h"
+#include "libbert/kernels.h"
 #include "libbert/train/ops.h"
 
 #include <math.h>
@@ -52,7 +53,68 @@ static void sgemm_layer(void *ctx, int slot, size_t m, size_t n, size_t k,
                      c, (ptrdiff_t)rsc, (ptrdiff_t)csc);
 }
 
+/* Dropout's mask eight hashes at a time (AVX-512F with DQ's 64-bit
+ * multiply): the same integers, the same float compare, so the same mask
+ * as bert__t_keep_at's loop, bit for bit.  Returns 0 (nothing done) on a
+ * CPU without them. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AVX512DQ __attribute__((target("avx512f,avx512dq")))
+AVX512DQ static __m512i mix512(__m512i z)
+{
+    z = _mm512_add_epi64(z, _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ULL));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
+                           _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                           _mm512_set1_epi64((long long)0x94d049bb133111ebULL));
+    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+
+/* The uniforms of elements idx .. idx+7 (24 bits each, exact in float). */
+AVX512DQ static __m256 uniform8(__m512i key, __m512i idx)
+{
+    __m512i h = _mm512_srli_epi64(mix512(_mm512_xor_si512(key, idx)), 40);
+    return _mm256_mul_ps(_mm512_cvtepi64_ps(h),
+                         _mm256_set1_ps(1.0f / 16777216.0f));
+}
+
+AVX512DQ static int dropout512(float *out, const float *in, size_t n, float p,
+                               float sc, uint64_t key, uint64_t base)
+{
+    const __m512i k = _mm512_set1_epi64((long long)key);
+    const __m512i step = _mm512_set1_epi64(16);
+    const __m512 pv = _mm512_set1_ps(p), scv = _mm512_set1_ps(sc);
+    __m512i lo = _mm512_add_epi64(_mm512_set1_epi64((long long)base),
+                                  _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+    __m512i hi = _mm512_add_epi64(lo, _mm512_set1_epi64(8));
+    for (size_t i = 0; i < n; i += 16) {
+        __m512 u = _mm512_insertf32x8(_mm512_castps256_ps512(uniform8(k, lo)),
+                                      uniform8(k, hi), 1);
+        __mmask16 keep = _mm512_cmp_ps_mask(u, pv, _CMP_GE_OQ);
+        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff
+                                     : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(live, in + i);
+        _mm512_mask_storeu_ps(out + i, live, _mm512_maskz_mul_ps(keep, x, scv));
+        lo = _mm512_add_epi64(lo, step);
+        hi = _mm512_add_epi64(hi, step);
+    }
+    return 1;
+}
+
+static int dropout_fast(float *out, const float *in, size_t n, float p,
+                        float sc, uint64_t key, uint64_t base)
+{
+    if (!__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512dq"))
+        return 0;
+    return dropout512(out, in, n, p, sc, key, base);
+}
+#define OPS_DROPOUT_FAST dropout_fast
+#endif
+
 #define OPS_REAL float
 #define OPS(name) bert__t_##name
 #define OPS_GEMM sgemm_layer
+/* exact GELU's derivative through the inference kernels' vector erf/exp */
+#define OPS_GELU_BACKWARD bert__gelu_erf_backward
 #include "libbert/train/ops_impl.h"

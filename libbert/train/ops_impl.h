@@ -153,18 +153,28 @@ void OPS(layernorm_backward)(real *dinp, real *dw, real *db, const real *dout,
         }
     }
     if (dw || db) {
+        /* Column sums in blocks of 64 columns, rows in order within each
+         * (as matmul_backward's bias: the same bits as a loop per column,
+         * reading the rows contiguously). */
+        size_t nb = (C + 63) / 64;
         OMP_FOR
-        for (size_t c = 0; c < C; c++) {
-            real sw = 0, sb = 0;
+        for (size_t blk = 0; blk < nb; blk++) {
+            size_t c0 = blk * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+            real sw[64] = {0}, sb[64] = {0};
             for (size_t i = 0; i < N; i++) {
-                real g = dout[i * C + c];
-                sw += g * (inp[i * C + c] - mean[i]) * rstd[i];
-                sb += g;
+                const real *g = dout + i * C, *x = inp + i * C;
+                real m = mean[i], s = rstd[i];
+                for (size_t c = c0; c < c1; c++) {
+                    sw[c - c0] += g[c] * (x[c] - m) * s;
+                    sb[c - c0] += g[c];
+                }
             }
-            if (dw)
-                dw[c] += sw;
-            if (db)
-                db[c] += sb;
+            for (size_t c = c0; c < c1; c++) {
+                if (dw)
+                    dw[c] += sw[c - c0];
+                if (db)
+                    db[c] += sb[c - c0];
+            }
         }
     }
 }
@@ -207,6 +217,17 @@ void OPS(act_backward)(int act, real *dinp, const real *dout, const real *inp,
                        size_t n, int n_threads)
 {
     int nth = clamp_threads(n_threads);
+#ifdef OPS_GELU_BACKWARD
+    if (act == BERT_T_ACT_GELU) {
+        size_t nb = (n + 4095) / 4096;
+        OMP_FOR
+        for (size_t b = 0; b < nb; b++) {
+            size_t i0 = b * 4096, m = n - i0 < 4096 ? n - i0 : 4096;
+            OPS_GELU_BACKWARD(dinp + i0, dout + i0, inp + i0, m);
+        }
+        return;
+    }
+#endif
     OMP_FOR
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
@@ -281,6 +302,11 @@ void OPS(dropout_at)(real *out, const real *in, size_t n, real p,
 {
     real sc = p > 0 ? (real)1 / ((real)1 - p) : 1;
     uint64_t key = bert__t_mask_key(seed, stream);
+#ifdef OPS_DROPOUT_FAST
+    /* the same mask, several elements at a time (0: not on this CPU) */
+    if (p > 0 && OPS_DROPOUT_FAST(out, in, n, p, sc, key, base))
+        return;
+#endif
     for (size_t i = 0; i < n; i++)
         out[i] = p <= 0 || bert__t_keep_at(key, base + i, (float)p)
                      ? in[i] * sc
