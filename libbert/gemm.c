@@ -267,9 +267,14 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
         } else if (rsa == 1 && mr == MR) {
             /* Transposed activations (the trainer's weight gradients, dY^T
              * X): each of the kc columns holds the MR rows side by side. */
-            for (size_t p = 0; p < kc; p++)
-                memcpy(dst + p * MR, src + (ptrdiff_t)p * csa,
-                       MR * sizeof *dst);
+            if (MR == 8) /* a constant size: inlined, not a libc call */
+                for (size_t p = 0; p < kc; p++)
+                    memcpy(dst + p * 8, src + (ptrdiff_t)p * csa,
+                           8 * sizeof *dst);
+            else
+                for (size_t p = 0; p < kc; p++)
+                    memcpy(dst + p * MR, src + (ptrdiff_t)p * csa,
+                           MR * sizeof *dst);
             continue;
         } else {
             for (size_t p = 0; p < kc; p++)

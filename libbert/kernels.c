@@ -252,6 +252,59 @@ void bert__gelu_erf_backward(float *dinp, const float *dout, const float *inp,
     }
 }
 
+#if KERNELS_AVX512
+AVX512 static void xent_row512(float *d, const float *l, size_t target,
+                               size_t C, float scale, double *loss)
+{
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    for (size_t c = 0; c < C; c += 16) {
+        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
+                                  : (__mmask16)((1u << (C - c)) - 1);
+        mv = _mm512_mask_max_ps(mv, k, mv, _mm512_maskz_loadu_ps(k, l + c));
+    }
+    float mx = _mm512_reduce_max_ps(mv);
+    /* e^(l - max) (into d when there is one), summed in double */
+    __m512 m = _mm512_set1_ps(mx);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (size_t c = 0; c < C; c += 16) {
+        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
+                                  : (__mmask16)((1u << (C - c)) - 1);
+        __m512 e = _mm512_maskz_mov_ps(
+            k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + c), m)));
+        if (d)
+            _mm512_mask_storeu_ps(d + c, k, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(
+                                   _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    *loss = log(sum) + (double)mx - (double)l[target];
+    if (!d)
+        return;
+    __m512 f = _mm512_set1_ps((float)((double)scale / sum));
+    for (size_t c = 0; c < C; c += 16) {
+        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
+                                  : (__mmask16)((1u << (C - c)) - 1);
+        _mm512_mask_storeu_ps(d + c, k,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(k, d + c), f));
+    }
+    d[target] -= scale;
+}
+#endif
+
+int bert__xent_row(float *d, const float *l, size_t target, size_t C,
+                   float scale, double *loss)
+{
+#if KERNELS_AVX512
+    if (have_avx512() && C > 0 && target < C) {
+        xent_row512(d, l, target, C, scale, loss);
+        return 0;
+    }
+#endif
+    (void)d; (void)l; (void)target; (void)C; (void)scale; (void)loss;
+    return -1;
+}
+
 void bert__gelu_tanh_forward(float *x, size_t n)
 {
     const float c = 0.79788456080286535588f; /* sqrt(2/pi) */

@@ -47,6 +47,13 @@ void bert__tanh_forward(float *x, size_t n);
 void bert__softmax_forward(float *x, size_t T, size_t n, size_t ld,
                            float scale, const float *mask);
 
+/* One row of softmax cross-entropy, for training: *loss = logsumexp(l) -
+ * l[target] (summed in double) and, when d is non-NULL, d (C) = scale *
+ * (softmax(l) - onehot(target)).  Returns 0, or -1 (nothing done) where the
+ * CPU has no vector path: the caller's scalar code is the reference. */
+int bert__xent_row(float *d, const float *l, size_t target, size_t C,
+                   float scale, double *loss);
+
 /* out (T,OC) rows all set to bias (OC) (so a following GEMM with beta = 1
  * adds X W^T). */
 void bert__bias_fill(float *out, const float *bias, size_t T, size_t OC);

@@ -34,6 +34,10 @@
 typedef OPS_REAL real;
 
 #define OMP_FOR _Pragma("omp parallel for schedule(static) num_threads(nth)")
+/* An element-wise loop without a reduction, vectorized (GCC's -O2 leaves
+ * loops of unknown length scalar): the same operations per element, so the
+ * same bits. */
+#define SIMD _Pragma("omp simd")
 
 static int clamp_threads(int n) { return n < 1 ? 1 : n; }
 
@@ -89,9 +93,12 @@ void OPS(matmul_backward)(real *dinp, real *dw, real *dbias, const real *dout,
         for (size_t blk = 0; blk < nb; blk++) {
             size_t o0 = blk * 64, o1 = o0 + 64 < OC ? o0 + 64 : OC;
             real s[64] = {0};
-            for (size_t i = 0; i < N; i++)
+            for (size_t i = 0; i < N; i++) {
+                const real *g = dout + i * OC;
+                SIMD
                 for (size_t o = o0; o < o1; o++)
-                    s[o - o0] += dout[i * OC + o];
+                    s[o - o0] += g[o];
+            }
             for (size_t o = o0; o < o1; o++)
                 dbias[o] += s[o - o0];
         }
@@ -120,6 +127,7 @@ void OPS(layernorm_forward)(real *out, real *mean, real *rstd,
         v /= (real)C;
         real s = (real)1 / sqrt(v + eps);
         real *o = out + i * C;
+        SIMD
         for (size_t c = 0; c < C; c++)
             o[c] = (x[c] - m) * s * w[c] + b[c];
         mean[i] = m;
@@ -147,6 +155,7 @@ void OPS(layernorm_backward)(real *dinp, real *dw, real *db, const real *dout,
         a /= (real)C;
         bsum /= (real)C;
         real *d = dinp + i * C;
+        SIMD
         for (size_t c = 0; c < C; c++) {
             real xh = (x[c] - m) * s;
             d[c] += (g[c] * w[c] - a - xh * bsum) * s;
@@ -164,6 +173,7 @@ void OPS(layernorm_backward)(real *dinp, real *dw, real *db, const real *dout,
             for (size_t i = 0; i < N; i++) {
                 const real *g = dout + i * C, *x = inp + i * C;
                 real m = mean[i], s = rstd[i];
+                SIMD
                 for (size_t c = c0; c < c1; c++) {
                     sw[c - c0] += g[c] * (x[c] - m) * s;
                     sb[c - c0] += g[c];
@@ -398,8 +408,6 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
     int nth = clamp_threads(n_threads);
     size_t d = H / NH;
     real scale = (real)1 / sqrt((real)d);
-    real dsc = p > 0 ? (real)1 / ((real)1 - p) : 1;
-    uint64_t key = bert__t_mask_key(seed, stream);
     OMP_FOR
     for (size_t bh = 0; bh < B * NH; bh++) {
         int slot = OPS_SLOT();
@@ -424,17 +432,12 @@ void OPS(attention_backward)(real *dq0, real *dk0, real *dv0, real *scratch,
         for (size_t i = 0; i < n; i++) {
             real *r = W + i * n;
             const real *s = S + i * n;
-            if (p > 0) {
-                for (size_t j = 0; j < n; j++) {
-                    if (!bert__t_keep_at(key, at + i * n + j, (float)p))
-                        r[j] = 0;
-                    else
-                        r[j] *= dsc;
-                }
-            }
+            if (p > 0) /* the forward's mask and scale on dP */
+                OPS(dropout_at)(r, r, n, p, seed, stream, at + i * n);
             real dot = 0;
             for (size_t j = 0; j < n; j++)
                 dot += r[j] * s[j];
+            SIMD
             for (size_t j = 0; j < n; j++)
                 r[j] = s[j] * (r[j] - dot) * scale;
         }
@@ -456,6 +459,11 @@ static double OPS(ce_row)(real *d, const real *l, int32_t target, size_t C,
             memset(d, 0, C * sizeof(real));
         return 0.0;
     }
+#ifdef OPS_CE_ROW_FAST
+    double fast;
+    if (OPS_CE_ROW_FAST(d, l, target, C, scale, &fast))
+        return fast;
+#endif
     real mx = l[0];
     for (size_t c = 1; c < C; c++)
         mx = l[c] > mx ? l[c] : mx;
