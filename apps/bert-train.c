@@ -19,7 +19,8 @@
  * reachable from its frame, so LeakSanitizer does not report the memory a
  * one-shot tool leaves to the system. */
 
-enum { TASK_EMBED = 100 }; /* --task embeddings (not a bert_train_task) */
+/* --task embeddings and rtd (not bert_train_tasks of their own) */
+enum { TASK_EMBED = 100, TASK_RTD };
 
 /* The options, most straight into the library's parameters. */
 typedef struct {
@@ -27,8 +28,8 @@ typedef struct {
     bert_fit_params fit;
     bert_train_params train;
     const char *init, *config, *vocab, *train_file, *dev, *out, *format;
-    const char *labels, *task_name;
-    int task; /* bert_train_task or TASK_EMBED */
+    const char *labels, *task_name, *generator;
+    int task; /* bert_train_task, TASK_EMBED or TASK_RTD */
     long log_every, threads;
     double lr, warmup;
     int resume, lowercase, quiet, sinpos;
@@ -55,7 +56,14 @@ static void usage(FILE *f)
 "            saved to --out, to be fine-tuned with --init\n"
 "  mlm       plain text, one paragraph per line (15%% of tokens masked,\n"
 "            80/10/10 [MASK]/random/kept); texts are packed into\n"
-"            --max-length chunks\n\n"
+"            --max-length chunks\n"
+"  rtd       plain text, as mlm: ELECTRA's replaced-token detection.  The\n"
+"            masked tokens are replaced by tokens drawn from --generator's\n"
+"            predictions (a masked-LM model directory, e.g. data/base-en; it\n"
+"            is not trained), and the model (--init or --config) learns at\n"
+"            every token whether it was replaced: a token classifier with\n"
+"            the labels original and replaced, whose encoder is the one to\n"
+"            fine-tune with --init later\n\n"
 "Options:\n"
 "  --format csv|conll|text  the data format of --train and --dev (default:\n"
 "                         from --train's extension: .csv, .conll, else text)\n"
@@ -80,6 +88,7 @@ static void usage(FILE *f)
 "  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
 "  --max-length N         tokens per example incl. [CLS]/[SEP] (128)\n"
 "  --mlm-probability X    (0.15)\n"
+"  --generator DIR        rtd: the masked-LM model that draws replacements\n"
 "  --no-dropout           train without dropout\n"
 "  --seed N               (42)   --threads N  (1)\n"
 "  --max-minutes X        stop (evaluate, save) after X minutes of training\n"
@@ -103,7 +112,9 @@ static void usage(FILE *f)
 "  bert-train --init data/ner --task token --train train.conll --dev dev.conll \\\n"
 "      --out my-ner\n"
 "  bert-train --config config.json --vocab my-vocab --task mlm --train text.txt \\\n"
-"      --out my-base --save-state\n");
+"      --out my-base --save-state\n"
+"  bert-train --init data/base-en --generator data/base-en --task rtd \\\n"
+"      --train text.txt --out my-discriminator --save-state\n");
 }
 
 /* Prints "bert-train: MESSAGE" and exits with status 2 (bad input). */
@@ -126,6 +137,7 @@ static const app_optdef defs[] = {
     {"quiet", APP_SET, F(quiet)}, /* first: -q */
     {"init", APP_STR, F(init)}, {"config", APP_STR, F(config)},
     {"vocab", APP_STR, F(vocab)}, {"task", APP_STR, F(task_name)},
+    {"generator", APP_STR, F(generator)},
     {"train", APP_STR, F(train_file)}, {"dev", APP_STR, F(dev)},
     {"out", APP_STR, F(out)}, {"format", APP_STR, F(format)},
     {"text-column", APP_STR, F(data.text_column)},
@@ -168,13 +180,16 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   : !strcmp(o->task_name, "token")      ? BERT_TRAIN_TOKEN
                   : !strcmp(o->task_name, "mlm")        ? BERT_TRAIN_MLM
                   : !strcmp(o->task_name, "embeddings") ? TASK_EMBED
+                  : !strcmp(o->task_name, "rtd")        ? TASK_RTD
                                                         : -1;
     const struct {
         int bad;
         const char *why;
     } checks[] = {
         {optind < argc, "unexpected argument"},
-        {o->task <= 0, "--task sequence|token|mlm|embeddings is required"},
+        {o->task <= 0, "--task sequence|token|mlm|embeddings|rtd is required"},
+        {(o->task == TASK_RTD) != !!o->generator,
+         "--task rtd and --generator DIR go together"},
         {!o->init == !o->config, "give exactly one of --init DIR and --config FILE"},
         {o->config && !o->vocab, "--config needs --vocab DIR"},
         {!o->train_file || !o->out, "--train FILE and --out DIR are required"},
@@ -322,13 +337,16 @@ int main(int argc, char **argv)
     if (bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE && !classify)
         fail("%s: byte-level BPE (RoBERTa) models can be fine-tuned for the "
              "sequence and token tasks only", vocab_dir);
-    if (o.task == BERT_TRAIN_MLM && bert_tokenizer_special(tok, BERT_TOKEN_MASK) < 0)
+    if ((o.task == BERT_TRAIN_MLM || o.task == TASK_RTD) &&
+        bert_tokenizer_special(tok, BERT_TOKEN_MASK) < 0)
         fail("the vocabulary lacks [CLS], [SEP], [PAD] or [MASK]");
 
     /* data */
     char *lbuf = NULL;
     bert_dataset *tr, *dv = NULL;
-    o.data.task = o.task == TASK_EMBED ? BERT_TRAIN_MLM : (bert_train_task)o.task;
+    o.data.task = o.task == TASK_EMBED || o.task == TASK_RTD
+                      ? BERT_TRAIN_MLM
+                      : (bert_train_task)o.task;
     o.data.warning = on_warning;
     size_t dev_max = o.data.max_examples, nl;
     o.data.max_examples = 0;
@@ -366,6 +384,20 @@ int main(int argc, char **argv)
     p->task = o.data.task;
     p->num_labels = nl;
     p->labels = labels;
+    bert_trainer *gen = NULL;
+    if (o.task == TASK_RTD) { /* the discriminator: original or replaced */
+        static const char *const rtd_labels[] = {"original", "replaced"};
+        p->task = BERT_TRAIN_TOKEN;
+        p->num_labels = 2;
+        p->labels = rtd_labels;
+        bert_train_params gp = *p;
+        gp.task = BERT_TRAIN_MLM;
+        gp.num_labels = 0;
+        gp.labels = NULL;
+        if (bert_trainer_create(o.generator, NULL, &gp, &gen, &err))
+            fail("--generator %s", err.text);
+        fp->generator = gen;
+    }
     p->lr = (float)o.lr;
     p->warmup_steps = o.warmup < 1 ? (size_t)(o.warmup * (double)total) : (size_t)o.warmup;
     p->total_steps = total;
@@ -420,6 +452,7 @@ int main(int argc, char **argv)
                 n_dev ? "best dev" : "lowest train loss", n_dev ? best : -best,
                 o.out);
     bert_trainer_free(t);
+    bert_trainer_free(gen);
     bert_dataset_free(tr);
     bert_dataset_free(dv);
     bert_tokenizer_free(tok);

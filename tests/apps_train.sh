@@ -141,7 +141,7 @@ S=$top_builddir/apps/bert-sentiment
 "$S" --model "$tmp/swap" 'a gorgeous film' 'a waste of time' | cut -f1,3 > "$tmp/got"
 cmp -s "$tmp/want" "$tmp/got" || die "--labels swapped: labels moved: $(cat "$tmp/got")"
 # the task message lists every task; --format is documented
-"$TRAIN" --train x --out y 2> "$tmp/err"; grep -q 'mlm|embeddings' "$tmp/err" || die "task message: $(head -1 "$tmp/err")"
+"$TRAIN" --train x --out y 2> "$tmp/err"; grep -q 'mlm|embeddings|rtd' "$tmp/err" || die "task message: $(head -1 "$tmp/err")"
 "$TRAIN" --help | grep -q -- '--format csv|conll|text' || die "--format not in --help"
 
 # --- item 11: one-class training data, dropout outside [0, 1) -------------
@@ -175,6 +175,26 @@ if [ -f "$B/model.safetensors" ]; then
         die "--init base-en: $(cat "$tmp/from-base/config.json")"
     "$top_builddir/apps/bert-sentiment" --model "$tmp/from-base" 'a fine film' > /dev/null 2> "$tmp/err" ||
         die "bert-sentiment on the model from base-en: $(cat "$tmp/err")"
+    # --task rtd: base-en as the generator and the discriminator's start;
+    # the discriminator is a token classifier (original, replaced) that
+    # bert-tag loads and --init fine-tunes
+    printf 'The film was shown in Paris in 1999 and won a prize.\nShe wrote three books about the river.\n' > "$tmp/rtd.txt"
+    "$TRAIN" --init "$B" --generator "$B" --task rtd --train "$tmp/rtd.txt" \
+        --dev "$tmp/rtd.txt" --out "$tmp/rtd" --epochs 1 --max-length 16 > /dev/null 2> "$tmp/err" ||
+        die "--task rtd: exit $?: $(cat "$tmp/err")"
+    check_err "--task rtd"
+    grep -q 'dev replaced-token loss .* replaced P' "$tmp/err" || die "--task rtd: no dev line: $(cat "$tmp/err")"
+    grep -q '"BertForTokenClassification"' "$tmp/rtd/config.json" &&
+        grep -q '"1": "replaced"' "$tmp/rtd/config.json" || die "--task rtd: $(cat "$tmp/rtd/config.json")"
+    "$top_builddir/apps/bert-tag" --model "$tmp/rtd" 'a fine film' > /dev/null 2> "$tmp/err" ||
+        die "bert-tag on the discriminator: $(cat "$tmp/err")"
+    "$TRAIN" --init "$tmp/rtd" --task sequence --train "$tmp/b.csv" --out "$tmp/from-rtd" \
+        --epochs 1 -q > /dev/null 2> "$tmp/err" || die "--init from the discriminator: exit $?: $(cat "$tmp/err")"
+    # rtd and --generator go together
+    "$TRAIN" --init "$B" --task rtd --train "$tmp/rtd.txt" --out "$tmp/rtd2" 2> "$tmp/err"; st=$?
+    [ $st -eq 1 ] && grep -q 'go together' "$tmp/err" || die "rtd without --generator: exit $st: $(head -1 "$tmp/err")"
+    "$TRAIN" --init "$B" --generator "$tmp/from-base" --task rtd --train "$tmp/rtd.txt" --out "$tmp/rtd3" 2> "$tmp/err"; st=$?
+    [ $st -eq 2 ] && grep -q 'not a masked-LM' "$tmp/err" || die "rtd with a classifier as generator: exit $st: $(head -1 "$tmp/err")"
 else
     echo "note: data/base-en absent, --init from it not checked"
 fi

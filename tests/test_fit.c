@@ -555,6 +555,78 @@ static int cancel_w2v(size_t done, size_t total, void *user)
     return ++*(int *)user == 3;
 }
 
+/* Replaced-token detection with a generator that always draws "day" (its
+ * output bias): a text without "day" has then exactly the masked positions
+ * replaced, so a discriminator that learns "day" means replaced scores
+ * accuracy 1 only if every label is right, over exactly the text's tokens
+ * ([CLS] and [SEP] not scored). */
+static void test_replaced_token_detection(void)
+{
+    bert_dataset_params dp = bert_dataset_default_params();
+    dp.max_length = 10;
+    dp.task = BERT_TRAIN_MLM;
+    char text[4096] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(text, "the good film was very good and the bad song was bad\n");
+    bert_dataset *d = NULL;
+    bert_error err;
+    CU_ASSERT_EQUAL_FATAL(bert_dataset_load(put("rtd.txt", text), tok, &dp, &d,
+                                            &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_dataset_count(d), 30); /* 240 tokens / 8 */
+    bert_trainer *g = trainer(cfg_mlm, BERT_TRAIN_MLM, d, 10);
+    float *bias;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_tensor(g, "cls.predictions.bias", &bias,
+                                              &n, &err), BERT_OK);
+    CU_ASSERT_EQUAL_FATAL(n, V);
+    bias[V - 1] = 100.0f; /* "day" */
+    static const char *const labels[] = {"original", "replaced"};
+    bert_train_params tp = bert_train_default_params();
+    tp.task = BERT_TRAIN_TOKEN;
+    tp.num_labels = 2;
+    tp.labels = labels;
+    tp.lr = 1e-2f;
+    tp.total_steps = 160;
+    tp.warmup_steps = 16;
+    bert_trainer *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_create(NULL, cfg_tok, &tp, &t, &err),
+                          BERT_OK);
+    watch w = {0, 0, 0, 0};
+    bert_fit_params fp = fit_params(&w, 40, 8);
+    fp.generator = g;
+    CU_ASSERT_EQUAL(bert_fit_total_steps(d, &fp), 160);
+    int rc = bert_fit(t, d, d, &fp, NULL, &err);
+    if (rc)
+        printf("\n  bert_fit: %s\n", err.text);
+    CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
+    CU_ASSERT(w.steps == 160 && w.epochs == 40);
+    bert_eval_result ev;
+    CU_ASSERT_EQUAL_FATAL(bert_evaluate(t, d, &fp, &ev, &err), BERT_OK);
+    if (ev.accuracy < 1.0)
+        printf("\n  %s\n", ev.text);
+    CU_ASSERT_DOUBLE_EQUAL(ev.accuracy, 1.0, 1e-12);
+    CU_ASSERT(ev.precision == 1.0 && ev.recall == 1.0 && ev.f1 == 1.0);
+    CU_ASSERT(ev.score == -ev.loss && ev.loss < 0.1 && ev.n == 30);
+    CU_ASSERT(strstr(ev.text, "(30 texts, 240 tokens)") != NULL);
+    /* what does not fit: a generator that is not a masked LM, a
+     * discriminator that is not a 2-label token classifier, data that is
+     * not text */
+    fp.generator = t;
+    CU_ASSERT_EQUAL(bert_fit(t, d, NULL, &fp, NULL, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "not a masked-LM") != NULL);
+    fp.generator = g;
+    CU_ASSERT_EQUAL(bert_fit(g, d, NULL, &fp, NULL, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "2 labels") != NULL);
+    bert_dataset *csv = load(put("rtd.csv", "text,label\na good film,pos\n"),
+                             BERT_TRAIN_SEQUENCE, NULL, BERT_OK);
+    CU_ASSERT_EQUAL(bert_evaluate(t, csv, &fp, &ev, &err), BERT_EINVAL);
+    CU_ASSERT(strstr(err.text, "reads text") != NULL);
+    bert_dataset_free(csv);
+    bert_trainer_free(t);
+    bert_trainer_free(g);
+    bert_dataset_free(d);
+}
+
 static void test_mlm_and_word2vec(void)
 {
     bert_dataset_params dp = bert_dataset_default_params();
@@ -730,6 +802,7 @@ int main(int argc, char **argv)
         {"fit_conll", test_fit_conll},
         {"cancel_and_resume", test_cancel_and_resume},
         {"mlm_and_word2vec", test_mlm_and_word2vec},
+        {"replaced_token_detection", test_replaced_token_detection},
         {"model_dir_and_head", test_model_dir_and_head},
         {"tokenizer_files", test_tokenizer_files},
     };

@@ -148,8 +148,10 @@ BERT_API int bert_trainer_update(bert_trainer *t, double *grad_norm,
                                  bert_error *err);
 
 /* Evaluation forward (no dropout, no gradient).  logits (may be NULL):
- * sequence [batch][C], token [batch*seq_len][C]; MLM: not written.  *loss
- * (may be NULL) gets the mean loss when batch->labels is non-NULL. */
+ * sequence [batch][C], token [batch*seq_len][C]; MLM [m][vocab_size], one
+ * row per scored position (a label >= 0 within its row's length) in batch
+ * order (none without labels).  *loss (may be NULL) gets the mean loss
+ * when batch->labels is non-NULL. */
 BERT_API int bert_trainer_predict(bert_trainer *t,
                                   const bert_train_batch *batch, float *logits,
                                   double *loss, bert_error *err);
@@ -420,6 +422,16 @@ typedef struct bert_fit_params {
                                inside an epoch (0: off) */
     bert_fit_fn progress;   /* NULL (default): no reports */
     void *progress_data;    /* passed to progress */
+    bert_trainer *generator; /* NULL (default); else replaced-token
+                               detection (ELECTRA's objective): the datasets
+                               are text (BERT_TRAIN_MLM), this masked-LM
+                               trainer (the same vocabulary; run forward
+                               only, never updated) fills each masked
+                               position with a token drawn from its
+                               prediction, and the trainer being fitted, a
+                               token classifier of 2 labels (0 original, 1
+                               replaced), learns which tokens were replaced,
+                               at every real token but [CLS] and [SEP] */
 } bert_fit_params;
 
 BERT_API bert_fit_params bert_fit_default_params(void);
@@ -461,7 +473,10 @@ BERT_API int bert_fit(bert_trainer *t, const bert_dataset *train,
 
 /* Evaluates t (no dropout, no gradient) on d: the metrics of its task as
  * bert_eval_result says; MLM masks drawn from params->seed alone, the same
- * every epoch.  params NULL = defaults (seed, mlm_probability and
+ * every epoch.  With params->generator, replaced-token detection on text d
+ * (masks and draws from params->seed alone): loss per scored token,
+ * accuracy over the scored tokens, precision, recall and F1 of "replaced",
+ * score minus the loss.  params NULL = defaults (seed, mlm_probability and
  * eval_batch_size are used).
  * Returns BERT_OK, BERT_EINVAL (a dataset not of t's task or labels),
  * BERT_ENOMEM or the trainer's error. */

@@ -525,6 +525,9 @@ const char *const *bert_dataset_labels(const bert_dataset *d,
     return d && d->n_labels ? (const char *const *)d->labels : NULL;
 }
 
+static int fits(const bert_trainer *t, const bert_dataset *d,
+                const char *what, bert_error *err);
+
 int bert__check_dataset(const bert_trainer *t, const bert_dataset *d,
                         const char *what, bert_error *err)
 {
@@ -542,9 +545,46 @@ int bert__check_dataset(const bert_trainer *t, const bert_dataset *d,
         return bert__err(err, BERT_EINVAL,
                          "%s: the dataset has %zu labels, the trainer %zu",
                          what, d->n_labels, c->num_labels);
-    /* every example fits the model: its positions (RoBERTa's start after
-     * padding_idx) and its vocabulary (a larger tokenizer's ids would
-     * index past the word embeddings) */
+    return fits(t, d, what, err);
+}
+
+int bert__check_rtd(const bert_trainer *t, const bert_trainer *g,
+                    const bert_dataset *d, const char *what, bert_error *err)
+{
+    const bert_config *c = bert_trainer_config(t);
+    if (bert_trainer_config(g)->task != BERT_TASK_BASE)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: the generator is not a masked-LM trainer", what);
+    if (g->fresh_head)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: the generator is not a masked-LM model (its "
+                         "directory lacks the masked-LM head: it would draw "
+                         "at random)", what);
+    if (c->task != BERT_TASK_TOKEN || c->num_labels != 2)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: replaced-token detection trains a token "
+                         "classifier of 2 labels (original, replaced)", what);
+    if (g->V != t->V)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: the generator's vocabulary has %zu tokens, the "
+                         "discriminator's %zu", what, g->V, t->V);
+    if (d->task != BERT_TRAIN_MLM)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: replaced-token detection reads text (an MLM "
+                         "dataset)", what);
+    if (d->mask < 0)
+        return bert__err(err, BERT_EINVAL,
+                         "%s: the vocabulary lacks [MASK]", what);
+    int rc = fits(g, d, what, err);
+    return rc ? rc : fits(t, d, what, err);
+}
+
+/* BERT_OK when every example of d fits t: its positions (RoBERTa's start
+ * after padding_idx) and its vocabulary (a larger tokenizer's ids would
+ * index past the word embeddings). */
+static int fits(const bert_trainer *t, const bert_dataset *d,
+                const char *what, bert_error *err)
+{
     for (size_t i = 0; i < d->n; i++) {
         const bert__example *e = &d->ex[i];
         if ((size_t)e->n + t->pos_off > t->P)

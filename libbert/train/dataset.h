@@ -43,6 +43,14 @@ struct bert_dataset {
 int bert__check_dataset(const bert_trainer *t, const bert_dataset *d,
                         const char *what, bert_error *err);
 
+/* BERT_OK when t (a token classifier of 2 labels: original, replaced) can
+ * learn replaced-token detection on d (text) from generator g (masked LM,
+ * the same vocabulary); else BERT_EINVAL, the message starting with
+ * `what`. */
+int bert__check_rtd(const bert_trainer *t, const bert_trainer *g,
+                    const bert_dataset *d, const char *what,
+                    bert_error *err);
+
 /* splitmix64's finaliser: the hash behind every random choice of the
  * loop (order, masks, word2vec), so that runs repeat bit for bit. */
 uint64_t bert__mix(uint64_t z);
@@ -73,5 +81,28 @@ int bert__padded_fill(bert__padded *bb, const bert_dataset *d,
                      const size_t *idx, size_t nb, size_t V, double mlm_prob,
                      uint64_t mseed, bert_train_batch *out);
 void bert__padded_free(bert__padded *bb);
+
+/* Replaced-token detection's batches (rtd.c): the generator's masked batch,
+ * its predictions and the discriminator's batch, grown on demand;
+ * zero-initialise, release with bert__rtd_free. */
+typedef struct bert__rtd {
+    bert__padded mb;         /* the generator's input */
+    float *logits;           /* its predictions at the masked positions */
+    size_t lcap;
+    int32_t *ids, *labels;   /* the discriminator's (one block) */
+    size_t cap;
+} bert__rtd;
+
+/* Fills *out with examples idx[0..nb) of d (text) for the discriminator:
+ * masked as bert__padded_fill masks them (mlm_prob, mseed), each masked
+ * position replaced by a token drawn from generator g's prediction there
+ * (g runs forward only; the draw is a hash of mseed, the example and the
+ * position), labelled 1 where the drawn token differs from the text's, 0
+ * at every other real token, -100 at [CLS], [SEP] and padding.  Returns
+ * BERT_OK, BERT_ENOMEM or g's error. */
+int bert__rtd_fill(bert__rtd *r, bert_trainer *g, const bert_dataset *d,
+                   const size_t *idx, size_t nb, double mlm_prob,
+                   uint64_t mseed, bert_train_batch *out, bert_error *err);
+void bert__rtd_free(bert__rtd *r);
 
 #endif

@@ -192,6 +192,78 @@ static int score_token(const bert_dataset *d, const preds *pr,
     return rc;
 }
 
+/* Replaced-token detection (rtd.c) on text d: the generator's draws from
+ * the seed alone, so every epoch is scored on the same replacements. */
+static int evaluate_rtd(bert_trainer *t, const bert_dataset *d,
+                        const bert_fit_params *p, bert_eval_result *res,
+                        bert_error *err)
+{
+    size_t n = d->n, bs = p->eval_batch_size, lcap = 0;
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    bert__rtd r = {0};
+    float *logits = NULL;
+    double loss = 0;
+    size_t tokens = 0, right = 0, tp = 0, fp = 0, fn = 0;
+    int rc = idx ? bert__length_order(d, idx) : BERT_ENOMEM;
+    if (rc)
+        bert__err(err, rc, "out of memory");
+    for (size_t s = 0; rc == BERT_OK && s < n; s += bs) {
+        size_t nb = n - s < bs ? n - s : bs;
+        bert_train_batch b;
+        if ((rc = bert__rtd_fill(&r, p->generator, d, idx + s, nb,
+                                 p->mlm_probability, p->seed, &b, err)))
+            break;
+        size_t rows = nb * b.seq_len;
+        if (rows * 2 > lcap) {
+            float *nl = realloc(logits, rows * 2 * sizeof *nl);
+            if (!nl) {
+                rc = bert__err(err, BERT_ENOMEM, "out of memory");
+                break;
+            }
+            logits = nl;
+            lcap = rows * 2;
+        }
+        double bl;
+        if ((rc = bert_trainer_predict(t, &b, logits, &bl, err)))
+            break;
+        size_t bt = 0;
+        for (size_t j = 0; j < rows; j++) {
+            if (b.labels[j] < 0)
+                continue;
+            int pred = logits[2 * j + 1] > logits[2 * j];
+            bt++;
+            right += pred == b.labels[j];
+            tp += pred && b.labels[j];
+            fp += pred && !b.labels[j];
+            fn += !pred && b.labels[j];
+        }
+        loss += bl * (double)bt;
+        tokens += bt;
+    }
+    free(idx);
+    free(logits);
+    bert__rtd_free(&r);
+    if (rc)
+        return rc;
+    memset(res, 0, sizeof *res);
+    res->n = n;
+    res->loss = tokens ? loss / (double)tokens : 0;
+    res->accuracy = tokens ? (double)right / (double)tokens : 0;
+    res->precision = tp + fp ? (double)tp / (double)(tp + fp) : 0;
+    res->recall = tp + fn ? (double)tp / (double)(tp + fn) : 0;
+    res->f1 = res->precision + res->recall > 0
+                  ? 2 * res->precision * res->recall /
+                        (res->precision + res->recall)
+                  : 0;
+    res->score = -res->loss;
+    snprintf(res->text, sizeof res->text,
+             "dev replaced-token loss %.4f accuracy %.4f, replaced P %.4f "
+             "R %.4f F1 %.4f (%zu texts, %zu tokens)",
+             res->loss, res->accuracy, res->precision, res->recall, res->f1,
+             n, tokens);
+    return BERT_OK;
+}
+
 /* ---- bert_evaluate ----------------------------------------------------- */
 
 int bert_evaluate(bert_trainer *t, const bert_dataset *d,
@@ -202,11 +274,17 @@ int bert_evaluate(bert_trainer *t, const bert_dataset *d,
     if (!t || !d || !res)
         return bert__err(err, BERT_EINVAL, "bert_evaluate: NULL argument");
     int rc = BERT__PARAMS(p, params, bert_fit_default_params, err);
-    if (rc || (rc = bert__check_dataset(t, d, "bert_evaluate", err)))
+    if (rc)
         return rc;
     if (p.eval_batch_size < 1)
         return bert__err(err, BERT_EINVAL,
                          "bert_evaluate: eval_batch_size must be at least 1");
+    if (p.generator)
+        return (rc = bert__check_rtd(t, p.generator, d, "bert_evaluate", err))
+                   ? rc
+                   : evaluate_rtd(t, d, &p, res, err);
+    if ((rc = bert__check_dataset(t, d, "bert_evaluate", err)))
+        return rc;
     size_t n = d->n;
     preds pr = {NULL, NULL, NULL, 0};
     if ((d->task == BERT_TRAIN_SEQUENCE &&

@@ -137,6 +137,7 @@ typedef struct {
     bert_fit_state *st;
     size_t V, *ord;
     bert__padded bb;
+    bert__rtd rtd;        /* with a generator */
     double t0, last_save;
     bert_fit_progress pg; /* what the callback sees; running totals */
     double eloss;         /* the epoch's summed micro-batch losses */
@@ -163,11 +164,17 @@ static int step(fit_run *r, uint64_t eseed, size_t *s, size_t todo,
         size_t nb = todo - *s < r->p.batch_size ? todo - *s : r->p.batch_size;
         bert_train_batch b;
         double loss;
-        if (bert__padded_fill(&r->bb, r->tr, r->ord + *s, nb, r->V,
-                             r->p.mlm_probability, eseed, &b))
+        int rc;
+        if (r->p.generator) {
+            if ((rc = bert__rtd_fill(&r->rtd, r->p.generator, r->tr,
+                                     r->ord + *s, nb, r->p.mlm_probability,
+                                     eseed, &b, err)))
+                return rc;
+        } else if (bert__padded_fill(&r->bb, r->tr, r->ord + *s, nb, r->V,
+                                    r->p.mlm_probability, eseed, &b))
             return bert__err(err, BERT_ENOMEM, "out of memory");
-        int rc = bert_trainer_accumulate(r->t, &b, 1.0f / (float)r->p.accum,
-                                         &loss, err);
+        rc = bert_trainer_accumulate(r->t, &b, 1.0f / (float)r->p.accum,
+                                     &loss, err);
         if (rc)
             return rc;
         r->eloss += loss;
@@ -283,9 +290,16 @@ int bert_fit(bert_trainer *t, const bert_dataset *train,
     if (!t || !train)
         return bert__err(err, BERT_EINVAL, "bert_fit: NULL argument");
     int rc = BERT__PARAMS(r.p, params, bert_fit_default_params, err);
-    if (rc || (rc = check_params(&r.p, err)) ||
-        (rc = bert__check_dataset(t, train, "bert_fit: train", err)) ||
-        (dev && (rc = bert__check_dataset(t, dev, "bert_fit: dev", err))))
+    if (rc || (rc = check_params(&r.p, err)))
+        return rc;
+    if (r.p.generator
+            ? (rc = bert__check_rtd(t, r.p.generator, train, "bert_fit: train",
+                                    err)) ||
+                  (dev && (rc = bert__check_rtd(t, r.p.generator, dev,
+                                                "bert_fit: dev", err)))
+            : (rc = bert__check_dataset(t, train, "bert_fit: train", err)) ||
+                  (dev && (rc = bert__check_dataset(t, dev, "bert_fit: dev",
+                                                    err))))
         return rc;
     if (train->n == 0)
         return bert__err(err, BERT_EINVAL, "bert_fit: no training examples");
@@ -314,5 +328,6 @@ int bert_fit(bert_trainer *t, const bert_dataset *train,
         rc = epoch(&r, ep, &stop, err);
     free(r.ord);
     bert__padded_free(&r.bb);
+    bert__rtd_free(&r.rtd);
     return rc;
 }

@@ -199,6 +199,7 @@ typedef struct {
     const bert_arch *arch;
     bert_error *err;
     const char *path;
+    int fresh_head; /* a head tensor was not in the file */
 } load_ctx;
 
 static const bert_st_tensor *find_alias(const load_ctx *c, const char *name)
@@ -237,8 +238,10 @@ static int load_slice(void *vctx, const char *name, float *p, size_t rows,
                              "config.json", c->path, name);
     }
     if (!ok) {
-        if (is_head(i))
+        if (is_head(i)) {
+            c->fresh_head = 1;
             return 0; /* keep the fresh initialisation */
+        }
         return bert__err(c->err, BERT_EMISSING, "%s: tensor %s is missing",
                          c->path, name);
     }
@@ -422,8 +425,9 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
             bert_trainer_free(t);
             return rc;
         }
-        load_ctx lc = {&f, t->arch, err, path};
+        load_ctx lc = {&f, t->arch, err, path, 0};
         rc = for_each_slice(t, t->pt, load_slice, &lc);
+        t->fresh_head = lc.fresh_head;
         bert__st_close(&f);
         if (rc) {
             bert_trainer_free(t);
@@ -808,6 +812,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         bert__t_matmul_forward(a.logits, a.mln, pt[P_WTE], pt[P_MBIAS], M, H, V,
                                rn);
         nvalid = M;
+        if (logits_out) /* the scored positions' rows, in batch order */
+            memcpy(logits_out, a.logits, M * V * sizeof(float));
         loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits, mtgt,
                                     M, V, weight / (float)M, nth);
     }
@@ -941,8 +947,7 @@ int bert_trainer_predict(bert_trainer *t, const bert_train_batch *batch,
         return bert__err(err, BERT_EINVAL, "trainer is NULL");
     if (loss && !batch->labels)
         loss = NULL;
-    return bert__t_run(t, batch, 0, 0, 0.0f,
-                       t->task == BERT_TRAIN_MLM ? NULL : logits, loss, err);
+    return bert__t_run(t, batch, 0, 0, 0.0f, logits, loss, err);
 }
 
 int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)

@@ -40,6 +40,8 @@ typedef struct bert_trainer {
                                   embeddings are fixed, never updated */
     size_t pos_off;            /* position id of a sequence's first token:
                                   0, RoBERTa pad_token_id + 1 */
+    int fresh_head;            /* made from a directory that lacked some of
+                                  the head's tensors (initialised fresh) */
     size_t sizes[P_COUNT];
     size_t nparams;
     float *params, *grads, *m, *v;
