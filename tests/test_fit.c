@@ -555,12 +555,9 @@ static int cancel_w2v(size_t done, size_t total, void *user)
     return ++*(int *)user == 3;
 }
 
-/* Replaced-token detection with a generator that always draws "day" (its
- * output bias): a text without "day" has then exactly the masked positions
- * replaced, so a discriminator that learns "day" means replaced scores
- * accuracy 1 only if every label is right, over exactly the text's tokens
- * ([CLS] and [SEP] not scored). */
-static void test_replaced_token_detection(void)
+/* 20 lines of 12 words packed into 30 chunks of 8 tokens (max_length 10),
+ * written to `name`. */
+static bert_dataset *text_dataset(const char *name)
 {
     bert_dataset_params dp = bert_dataset_default_params();
     dp.max_length = 10;
@@ -570,9 +567,21 @@ static void test_replaced_token_detection(void)
         strcat(text, "the good film was very good and the bad song was bad\n");
     bert_dataset *d = NULL;
     bert_error err;
-    CU_ASSERT_EQUAL_FATAL(bert_dataset_load(put("rtd.txt", text), tok, &dp, &d,
+    CU_ASSERT_EQUAL_FATAL(bert_dataset_load(put(name, text), tok, &dp, &d,
                                             &err), BERT_OK);
     CU_ASSERT_EQUAL(bert_dataset_count(d), 30); /* 240 tokens / 8 */
+    return d;
+}
+
+/* Replaced-token detection with a generator that always draws "day" (its
+ * output bias): a text without "day" has then exactly the masked positions
+ * replaced, so a discriminator that learns "day" means replaced scores
+ * accuracy 1 only if every label is right, over exactly the text's tokens
+ * ([CLS] and [SEP] not scored). */
+static void test_replaced_token_detection(void)
+{
+    bert_dataset *d = text_dataset("rtd.txt");
+    bert_error err;
     bert_trainer *g = trainer(cfg_mlm, BERT_TRAIN_MLM, d, 10);
     float *bias;
     size_t n;
@@ -629,17 +638,8 @@ static void test_replaced_token_detection(void)
 
 static void test_mlm_and_word2vec(void)
 {
-    bert_dataset_params dp = bert_dataset_default_params();
-    dp.max_length = 10;
-    dp.task = BERT_TRAIN_MLM;
-    char text[4096] = "";
-    for (int i = 0; i < 20; i++)
-        strcat(text, "the good film was very good and the bad song was bad\n");
-    bert_dataset *d = NULL;
+    bert_dataset *d = text_dataset("c.txt");
     bert_error err;
-    CU_ASSERT_EQUAL_FATAL(bert_dataset_load(put("c.txt", text), tok, &dp, &d,
-                                            &err), BERT_OK);
-    CU_ASSERT_EQUAL(bert_dataset_count(d), 30); /* 240 tokens / 8 */
     bert_trainer *t = trainer(cfg_mlm, BERT_TRAIN_MLM, d, 10);
     bert_word2vec_params wp = bert_word2vec_default_params();
     CU_ASSERT(wp.size == sizeof wp && wp.window == 5 && wp.negatives == 5 &&
