@@ -59,11 +59,12 @@ static void usage(FILE *f)
 "            --max-length chunks\n"
 "  rtd       plain text, as mlm: ELECTRA's replaced-token detection.  The\n"
 "            masked tokens are replaced by tokens drawn from --generator's\n"
-"            predictions (a masked-LM model directory, e.g. data/base-en; it\n"
-"            is not trained), and the model (--init or --config) learns at\n"
-"            every token whether it was replaced: a token classifier with\n"
-"            the labels original and replaced, whose encoder is the one to\n"
-"            fine-tune with --init later\n\n"
+"            predictions (a masked-LM model directory with its head; it is\n"
+"            not trained, and should be weaker than the model trained: a\n"
+"            smaller or earlier one), and the model (--init or --config)\n"
+"            learns at every token whether it was replaced: a token\n"
+"            classifier with the labels original and replaced, whose\n"
+"            encoder is the one to fine-tune with --init later\n\n"
 "Options:\n"
 "  --format csv|conll|text  the data format of --train and --dev (default:\n"
 "                         from --train's extension: .csv, .conll, else text)\n"
@@ -113,7 +114,7 @@ static void usage(FILE *f)
 "      --out my-ner\n"
 "  bert-train --config config.json --vocab my-vocab --task mlm --train text.txt \\\n"
 "      --out my-base --save-state\n"
-"  bert-train --init data/base-en --generator data/base-en --task rtd \\\n"
+"  bert-train --init data/base-en --generator my-small-mlm --task rtd \\\n"
 "      --train text.txt --out my-discriminator --save-state\n");
 }
 
