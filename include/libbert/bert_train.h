@@ -462,7 +462,8 @@ BERT_API size_t bert_fit_total_steps(const bert_dataset *train,
  * the epoch's train loss is the score), the model saved into out_dir when
  * the score beats state->best, the state saved when save_state.  *state
  * (may be NULL) follows along: on any return it says where t's weights
- * are.  The datasets must be of t's task, with t's labels.  Returns
+ * are.  The datasets must be of t's task, with t's labels (with
+ * params->generator: text, for replaced-token detection).  Returns
  * BERT_OK; BERT_ECANCELED (the callback); BERT_EINVAL (NULL t or train,
  * an empty train, bad params, datasets that do not fit t, MLM without
  * [MASK] in the vocabulary), BERT_ENOMEM, the trainer's errors, the

@@ -203,7 +203,8 @@ static int evaluate_rtd(bert_trainer *t, const bert_dataset *d,
     bert__rtd r = {0};
     float *logits = NULL;
     double loss = 0;
-    size_t tokens = 0, right = 0, tp = 0, fp = 0, fn = 0;
+    size_t tokens = 0, right = 0;
+    bert_entity_counts replaced = {0, 0, 0}; /* "replaced" as the one class */
     int rc = idx ? bert__length_order(d, idx) : BERT_ENOMEM;
     if (rc)
         bert__err(err, rc, "out of memory");
@@ -233,9 +234,9 @@ static int evaluate_rtd(bert_trainer *t, const bert_dataset *d,
             int pred = logits[2 * j + 1] > logits[2 * j];
             bt++;
             right += pred == b.labels[j];
-            tp += pred && b.labels[j];
-            fp += pred && !b.labels[j];
-            fn += !pred && b.labels[j];
+            replaced.n_true += b.labels[j] == 1;
+            replaced.n_pred += pred;
+            replaced.n_correct += pred && b.labels[j] == 1;
         }
         loss += bl * (double)bt;
         tokens += bt;
@@ -249,12 +250,7 @@ static int evaluate_rtd(bert_trainer *t, const bert_dataset *d,
     res->n = n;
     res->loss = tokens ? loss / (double)tokens : 0;
     res->accuracy = tokens ? (double)right / (double)tokens : 0;
-    res->precision = tp + fp ? (double)tp / (double)(tp + fp) : 0;
-    res->recall = tp + fn ? (double)tp / (double)(tp + fn) : 0;
-    res->f1 = res->precision + res->recall > 0
-                  ? 2 * res->precision * res->recall /
-                        (res->precision + res->recall)
-                  : 0;
+    bert_entity_scores(&replaced, &res->precision, &res->recall, &res->f1);
     res->score = -res->loss;
     snprintf(res->text, sizeof res->text,
              "dev replaced-token loss %.4f accuracy %.4f, replaced P %.4f "
