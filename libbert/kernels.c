@@ -22,6 +22,13 @@ static int have_avx512(void)
     return __builtin_cpu_supports("avx512f");
 }
 
+/* The lanes of a 16-float step with `left` floats to go: all 16, or the
+ * first `left` of the last, partial step. */
+AVX512 static inline __mmask16 tail16(size_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
 /* e^x; 0 below -87.3 (where expf becomes subnormal: subnormals would cost
  * microcode assists downstream and weigh nothing here), clamped above
  * 88.7. */
@@ -191,7 +198,7 @@ AVX512 static void bias_gelu_erf512(float *x, const float *bias, size_t T,
             _mm512_storeu_ps(x + i, gelu_erf512(v));
         }
         if (i < C) {
-            __mmask16 k = (__mmask16)((1u << (C - i)) - 1);
+            __mmask16 k = tail16(C - i);
             __m512 v = _mm512_maskz_loadu_ps(k, x + i);
             if (bias)
                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + i));
@@ -221,8 +228,7 @@ AVX512 static void gelu_erf_backward512(float *dinp, const float *dout,
     const __m512 half = _mm512_set1_ps(0.5f);
     const __m512 c = _mm512_set1_ps(0.39894228040143267794f); /* 1/sqrt(2pi) */
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff
-                                  : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 k = tail16(n - i);
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i);
         __m512 pdf = exp512(_mm512_mul_ps(_mm512_mul_ps(half, x),
                                           _mm512_sub_ps(_mm512_setzero_ps(), x)));
@@ -258,8 +264,7 @@ AVX512 static void xent_row512(float *d, const float *l, size_t target,
 {
     __m512 mv = _mm512_set1_ps(-INFINITY);
     for (size_t c = 0; c < C; c += 16) {
-        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
-                                  : (__mmask16)((1u << (C - c)) - 1);
+        __mmask16 k = tail16(C - c);
         mv = _mm512_mask_max_ps(mv, k, mv, _mm512_maskz_loadu_ps(k, l + c));
     }
     float mx = _mm512_reduce_max_ps(mv);
@@ -267,8 +272,7 @@ AVX512 static void xent_row512(float *d, const float *l, size_t target,
     __m512 m = _mm512_set1_ps(mx);
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     for (size_t c = 0; c < C; c += 16) {
-        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
-                                  : (__mmask16)((1u << (C - c)) - 1);
+        __mmask16 k = tail16(C - c);
         __m512 e = _mm512_maskz_mov_ps(
             k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + c), m)));
         if (d)
@@ -283,8 +287,7 @@ AVX512 static void xent_row512(float *d, const float *l, size_t target,
         return;
     __m512 f = _mm512_set1_ps((float)((double)scale / sum));
     for (size_t c = 0; c < C; c += 16) {
-        __mmask16 k = C - c >= 16 ? (__mmask16)0xffff
-                                  : (__mmask16)((1u << (C - c)) - 1);
+        __mmask16 k = tail16(C - c);
         _mm512_mask_storeu_ps(d + c, k,
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(k, d + c), f));
     }
@@ -338,8 +341,7 @@ AVX512 static void softmax512(float *x, size_t T, size_t n, size_t ld,
         __m512 vmx = _mm512_set1_ps(-INFINITY);
         size_t i = 0;
         for (; i < n; i += 16) {
-            __mmask16 k = n - i >= 16 ? (__mmask16)0xffff
-                                      : (__mmask16)((1u << (n - i)) - 1);
+            __mmask16 k = tail16(n - i);
             __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + i), vs);
             if (mask)
                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, mask + i));
@@ -354,8 +356,7 @@ AVX512 static void softmax512(float *x, size_t T, size_t n, size_t ld,
         const __m512 m = _mm512_set1_ps(mx);
         __m512 sum = _mm512_setzero_ps();
         for (i = 0; i < n; i += 16) {
-            __mmask16 k = n - i >= 16 ? (__mmask16)0xffff
-                                      : (__mmask16)((1u << (n - i)) - 1);
+            __mmask16 k = tail16(n - i);
             /* exp512(-inf) is 0: masked keys get no weight. */
             __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + i), m));
             e = _mm512_maskz_mov_ps(k, e);
@@ -364,8 +365,7 @@ AVX512 static void softmax512(float *x, size_t T, size_t n, size_t ld,
         }
         const __m512 inv = _mm512_set1_ps((float)(1.0 / (double)_mm512_reduce_add_ps(sum)));
         for (i = 0; i < n; i += 16) {
-            __mmask16 k = n - i >= 16 ? (__mmask16)0xffff
-                                      : (__mmask16)((1u << (n - i)) - 1);
+            __mmask16 k = tail16(n - i);
             _mm512_mask_storeu_ps(row + i, k,
                                   _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + i), inv));
         }
