@@ -19,14 +19,28 @@
 #
 # Stages (each skipped once done):
 #  1. corpus and config (seconds);
-#  2. epochs 1-2, the learning rate's linear decay spanning 10 epochs
-#     (--stop-after-epochs 2: the run was first planned for 10);
-#  3. epochs 3 to 3.5, resumed with --epochs 3.5: the rate falls linearly
-#     from where it was to 0 (a cool-down, which the short budget needed);
-#  4. export to OUT: the position table cut to the 128 positions training
-#     used (rows 128-511 were never trained), max length 128.
-# Time: about 57 min an epoch on 2 threads of a 2-vCPU Xeon VM (33 chunks/s,
-# 4,200 tokens/s); see data/base-en/MODEL_CARD.md.
+#  2. masked-LM epochs 1-2, the learning rate's linear decay spanning 10
+#     epochs (--stop-after-epochs: the run was first planned for 10); the
+#     model after epoch 1 (perplexity 411) is kept as the generator of 5;
+#  3. masked-LM epochs 3 to 3.5, resumed with --epochs 3.5: the rate falls
+#     linearly from where it was to 0 (a cool-down, which the short budget
+#     needed);
+#  4. export of the masked LM: the position table cut to the 128 positions
+#     training used (rows 128-511 were never trained), max length 128;
+#  5. ELECTRA's replaced-token detection (bert-train --task rtd) from that
+#     masked LM, with the epoch-1 model as the frozen generator (the
+#     3.5-epoch model itself makes replacements too plausible to learn
+#     from), lr 1e-4 after 300 warm-up steps, batch 64, seed 42, cased; run
+#     as it happened, in three legs resumed with a longer --epochs (0.8,
+#     1.3, 2.8): the trainer counts a cut epoch as one, so the legs train
+#     0.8, 0.3 and 0.8 of a pass (3,363 steps, 27.5 M tokens), and each
+#     resume restarts the linear decay from where the new horizon puts it;
+#  6. export to OUT: the discriminator's encoder as a BertModel (its
+#     original/replaced head dropped).
+# Time: about 57 min an epoch of masked LM on 2 threads of a 2-vCPU Xeon VM
+# (33 chunks/s with the sixth session's trainer, 51-54 with the seventh's),
+# and 33 chunks/s of replaced-token detection (1.8 h for its three legs);
+# see data/base-en/MODEL_CARD.md.
 set -e
 build=${1:-.}
 src=$(cd "$(dirname "$0")" && pwd)
@@ -99,12 +113,25 @@ train() { # $@: the stage's schedule options
         --threads "$threads" --seed 42 --save-state --save-every 10 \
         --log-every 20 $resume "$@"
 }
+if [ ! -s "$state/generator/model.safetensors" ]; then
+    [ "$(epochs_done)" -ge 1 ] || train --epochs 10 --stop-after-epochs 1
+    [ "$(epochs_done)" -eq 1 ] || {
+        echo "$0: $state/base is past epoch 1 and $state/generator is missing" >&2
+        exit 1
+    }
+    rm -rf "$state/generator.tmp"
+    mkdir -p "$state/generator.tmp"
+    cp "$state/base"/*.json "$state/base/vocab.txt" "$state/base/model.safetensors" \
+       "$state/generator.tmp/"
+    mv "$state/generator.tmp" "$state/generator"
+fi
 [ "$(epochs_done)" -ge 2 ] || train --epochs 10 --stop-after-epochs 2
 train --epochs 3.5
 
-# --- 4. export -----------------------------------------------------------------
-mkdir -p "$out"
-python3 - "$state/base" "$out" 128 <<'EOF'
+# --- 4. export of the masked LM ------------------------------------------------
+mlm=$state/base-128
+mkdir -p "$mlm"
+python3 - "$state/base" "$mlm" 128 <<'EOF'
 import json, os, struct, sys
 src, dst, P = sys.argv[1], sys.argv[2], int(sys.argv[3])
 f = open(src + "/model.safetensors", "rb")
@@ -140,5 +167,64 @@ t = json.load(open(src + "/tokenizer_config.json"))
 t["model_max_length"] = P
 json.dump(t, open(dst + "/tokenizer_config.json", "w"), indent=2)
 EOF
-cp "$state/base/vocab.txt" "$state/base/special_tokens_map.json" "$out/"
+cp "$state/base/vocab.txt" "$state/base/special_tokens_map.json" "$mlm/"
+
+# --- 5. replaced-token detection -----------------------------------------------
+rtd_done() { # legs (epochs) finished
+    [ -f "$state/rtd/trainer_progress.txt" ] || { echo 0; return; }
+    cut -d' ' -f1 "$state/rtd/trainer_progress.txt"
+}
+rtd() { # $1: the leg's --epochs
+    resume=""
+    [ -f "$state/rtd/trainer_state.bin" ] && resume=--resume
+    env OMP_WAIT_POLICY=passive "$build/apps/bert-train" \
+        --init "$mlm" --generator "$state/generator" --task rtd \
+        --train "$state/corpus.txt" --dev "$shared/data/wiki_en/valid.txt" \
+        --dev-max 512 --out "$state/rtd" --batch-size 64 --lr 1e-4 \
+        --warmup 300 --max-length 128 --threads "$threads" --seed 42 \
+        --save-state --save-every 10 --log-every 20 --cased \
+        --epochs "$1" $resume
+}
+[ "$(rtd_done)" -ge 1 ] || rtd 0.8
+[ "$(rtd_done)" -ge 2 ] || rtd 1.3
+rtd 2.8
+
+# --- 6. export of the encoder --------------------------------------------------
+mkdir -p "$out"
+python3 - "$state/rtd" "$out" <<'EOF'
+import json, os, struct, sys, shutil
+src, dst = sys.argv[1], sys.argv[2]
+f = open(src + "/model.safetensors", "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+head = json.loads(f.read(n))
+meta = head.pop("__metadata__", None)
+tensors, blobs, off = {}, [], 0
+for name in sorted(head, key=lambda k: head[k]["data_offsets"][0]):
+    if name.startswith("classifier.") or name.startswith("cls."):
+        continue  # the original/replaced head
+    t = head[name]
+    f.seek(8 + n + t["data_offsets"][0])
+    data = f.read(t["data_offsets"][1] - t["data_offsets"][0])
+    tensors[name] = {"dtype": t["dtype"], "shape": t["shape"],
+                     "data_offsets": [off, off + len(data)]}
+    blobs.append(data)
+    off += len(data)
+if meta:
+    tensors = dict([("__metadata__", meta)] + list(tensors.items()))
+h = json.dumps(tensors, separators=(",", ":")).encode()
+h += b" " * (-(8 + len(h)) % 64)  # the data 64-byte aligned, as libbert writes
+with open(dst + "/model.safetensors.tmp", "wb") as o:
+    o.write(struct.pack("<Q", len(h)) + h)
+    for b in blobs:
+        o.write(b)
+os.rename(dst + "/model.safetensors.tmp", dst + "/model.safetensors")
+c = json.load(open(src + "/config.json"))
+for k in ("id2label", "label2id", "num_labels", "aggregation_strategy",
+          "classifier_dropout"):
+    c.pop(k, None)
+c["architectures"] = ["BertModel"]
+json.dump(c, open(dst + "/config.json", "w"), indent=2)
+for fn in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+    shutil.copy(src + "/" + fn, dst + "/" + fn)
+EOF
 echo "done: $out"

@@ -160,11 +160,11 @@ train "dropout 1 --no-dropout" "$tmp/d" --epochs 1 --no-dropout
 config "$tmp/config.json"
 
 # The bundled pre-trained encoder (data/base-en) is a starting point for
-# --init: a masked-LM model of 128 positions that fine-tunes into a
+# --init: an encoder (BertModel) of 128 positions that fine-tunes into a
 # classifier of the same shape, which the tools load.
 B=$top_srcdir/data/base-en
 if [ -f "$B/model.safetensors" ]; then
-    grep -q '"BertForMaskedLM"' "$B/config.json" || die "base-en: not BertForMaskedLM"
+    grep -q '"BertModel"' "$B/config.json" || die "base-en: not BertModel"
     grep -q '"max_position_embeddings": 128' "$B/config.json" || die "base-en: positions"
     printf 'text,label\na fine film,positive\na dull film,negative\n' > "$tmp/b.csv"
     "$TRAIN" --init "$B" --task sequence --train "$tmp/b.csv" --out "$tmp/from-base" \
@@ -175,11 +175,21 @@ if [ -f "$B/model.safetensors" ]; then
         die "--init base-en: $(cat "$tmp/from-base/config.json")"
     "$top_builddir/apps/bert-sentiment" --model "$tmp/from-base" 'a fine film' > /dev/null 2> "$tmp/err" ||
         die "bert-sentiment on the model from base-en: $(cat "$tmp/err")"
-    # --task rtd: base-en as the generator and the discriminator's start;
-    # the discriminator is a token classifier (original, replaced) that
-    # bert-tag loads and --init fine-tunes
+    # --task rtd: base-en as the discriminator's start, and as the generator
+    # a tiny masked LM on base-en's vocabulary, trained here (base-en has no
+    # MLM head, so it is refused as a generator); the discriminator is a
+    # token classifier (original, replaced) that bert-tag loads and --init
+    # fine-tunes
     printf 'The film was shown in Paris in 1999 and won a prize.\nShe wrote three books about the river.\n' > "$tmp/rtd.txt"
-    "$TRAIN" --init "$B" --generator "$B" --task rtd --train "$tmp/rtd.txt" \
+    sed -e 's/BertForSequenceClassification/BertForMaskedLM/' \
+        -e "s/\"vocab_size\": [0-9]*/\"vocab_size\": $(wc -l < "$B/vocab.txt")/" \
+        "$tmp/config.json" > "$tmp/gen-config.json"
+    "$TRAIN" --config "$tmp/gen-config.json" --vocab "$B" --task mlm --train "$tmp/rtd.txt" \
+        --out "$tmp/gen" --epochs 1 --max-length 16 -q > /dev/null 2> "$tmp/err" ||
+        die "the generator (--task mlm): exit $?: $(cat "$tmp/err")"
+    "$TRAIN" --init "$B" --generator "$B" --task rtd --train "$tmp/rtd.txt" --out "$tmp/rtd0" 2> "$tmp/err"; st=$?
+    [ $st -eq 2 ] && grep -q 'not a masked-LM' "$tmp/err" || die "rtd with base-en as generator: exit $st: $(head -1 "$tmp/err")"
+    "$TRAIN" --init "$B" --generator "$tmp/gen" --task rtd --train "$tmp/rtd.txt" \
         --dev "$tmp/rtd.txt" --out "$tmp/rtd" --epochs 1 --max-length 16 > /dev/null 2> "$tmp/err" ||
         die "--task rtd: exit $?: $(cat "$tmp/err")"
     check_err "--task rtd"
