@@ -36,7 +36,7 @@
 set -eu
 
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-.}
+BUILD=$(cd "${1:-.}" && pwd) # absolute: the fine-tunes run in WORK
 WORK=${2:-/tmp/libbert-default-models}
 ONLY=${3:-}
 SHARED=${SHARED_DIR:-$SRCDIR/../shared}
