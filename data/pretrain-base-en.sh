@@ -129,22 +129,27 @@ fi
 train --epochs 3.5
 
 # --- 4. export of the masked LM ------------------------------------------------
-mlm=$state/base-128
-mkdir -p "$mlm"
-python3 - "$state/base" "$mlm" 128 <<'EOF'
-import json, os, struct, sys
-src, dst, P = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# export_model SRC DST POSITIONS ENCODER: SRC's model into DST, the position table
+# cut to its first POSITIONS rows (0: as it is); ENCODER=1 drops the head
+# (classifier.*, cls.*) and its labels, leaving a BertModel.
+export_model() {
+    mkdir -p "$2"
+    python3 - "$1" "$2" "$3" "$4" <<'EOF'
+import json, os, shutil, struct, sys
+src, dst, P, encoder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 f = open(src + "/model.safetensors", "rb")
 n = struct.unpack("<Q", f.read(8))[0]
 head = json.loads(f.read(n))
 meta = head.pop("__metadata__", None)
 tensors, blobs, off = {}, [], 0
 for name in sorted(head, key=lambda k: head[k]["data_offsets"][0]):
+    if encoder and name.startswith(("classifier.", "cls.")):
+        continue
     t = head[name]
     f.seek(8 + n + t["data_offsets"][0])
     data = f.read(t["data_offsets"][1] - t["data_offsets"][0])
     shape = t["shape"]
-    if name.endswith("position_embeddings.weight"):
+    if P and name.endswith("position_embeddings.weight"):
         data = data[: P * (len(data) // shape[0])]
         shape = [P] + shape[1:]
     tensors[name] = {"dtype": t["dtype"], "shape": shape,
@@ -161,13 +166,22 @@ with open(dst + "/model.safetensors.tmp", "wb") as o:
         o.write(b)
 os.rename(dst + "/model.safetensors.tmp", dst + "/model.safetensors")
 c = json.load(open(src + "/config.json"))
-c["max_position_embeddings"] = P
-json.dump(c, open(dst + "/config.json", "w"), indent=2)
 t = json.load(open(src + "/tokenizer_config.json"))
-t["model_max_length"] = P
+if P:
+    c["max_position_embeddings"] = t["model_max_length"] = P
+if encoder:
+    for k in ("id2label", "label2id", "num_labels", "aggregation_strategy",
+              "classifier_dropout"):
+        c.pop(k, None)
+    c["architectures"] = ["BertModel"]
+json.dump(c, open(dst + "/config.json", "w"), indent=2)
 json.dump(t, open(dst + "/tokenizer_config.json", "w"), indent=2)
+for fn in ("vocab.txt", "special_tokens_map.json"):
+    shutil.copy(src + "/" + fn, dst + "/" + fn)
 EOF
-cp "$state/base/vocab.txt" "$state/base/special_tokens_map.json" "$mlm/"
+}
+mlm=$state/base-128
+export_model "$state/base" "$mlm" 128 0
 
 # --- 5. replaced-token detection -----------------------------------------------
 rtd_done() { # legs (epochs) finished
@@ -190,41 +204,5 @@ rtd() { # $1: the leg's --epochs
 rtd 2.8
 
 # --- 6. export of the encoder --------------------------------------------------
-mkdir -p "$out"
-python3 - "$state/rtd" "$out" <<'EOF'
-import json, os, struct, sys, shutil
-src, dst = sys.argv[1], sys.argv[2]
-f = open(src + "/model.safetensors", "rb")
-n = struct.unpack("<Q", f.read(8))[0]
-head = json.loads(f.read(n))
-meta = head.pop("__metadata__", None)
-tensors, blobs, off = {}, [], 0
-for name in sorted(head, key=lambda k: head[k]["data_offsets"][0]):
-    if name.startswith("classifier.") or name.startswith("cls."):
-        continue  # the original/replaced head
-    t = head[name]
-    f.seek(8 + n + t["data_offsets"][0])
-    data = f.read(t["data_offsets"][1] - t["data_offsets"][0])
-    tensors[name] = {"dtype": t["dtype"], "shape": t["shape"],
-                     "data_offsets": [off, off + len(data)]}
-    blobs.append(data)
-    off += len(data)
-if meta:
-    tensors = dict([("__metadata__", meta)] + list(tensors.items()))
-h = json.dumps(tensors, separators=(",", ":")).encode()
-h += b" " * (-(8 + len(h)) % 64)  # the data 64-byte aligned, as libbert writes
-with open(dst + "/model.safetensors.tmp", "wb") as o:
-    o.write(struct.pack("<Q", len(h)) + h)
-    for b in blobs:
-        o.write(b)
-os.rename(dst + "/model.safetensors.tmp", dst + "/model.safetensors")
-c = json.load(open(src + "/config.json"))
-for k in ("id2label", "label2id", "num_labels", "aggregation_strategy",
-          "classifier_dropout"):
-    c.pop(k, None)
-c["architectures"] = ["BertModel"]
-json.dump(c, open(dst + "/config.json", "w"), indent=2)
-for fn in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
-    shutil.copy(src + "/" + fn, dst + "/" + fn)
-EOF
+export_model "$state/rtd" "$out" 0 1
 echo "done: $out"
