@@ -98,24 +98,30 @@ json.dump(c, open(sys.argv[2], "w"), indent=2)
 EOF
 
 # --- 2. and 3. masked-LM -------------------------------------------------------
+# epochs_done DIR: the epochs the resumable run in DIR has finished
 epochs_done() {
-    [ -f "$state/base/trainer_progress.txt" ] || { echo 0; return; }
-    cut -d' ' -f1 "$state/base/trainer_progress.txt"
+    [ -f "$1/trainer_progress.txt" ] || { echo 0; return; }
+    cut -d' ' -f1 "$1/trainer_progress.txt"
 }
-train() { # $@: the stage's schedule options
+# pretrain DIR OPTIONS...: bert-train on the corpus into DIR, with the
+# options both objectives share, resumed when DIR holds a state
+pretrain() {
+    dir=$1; shift
     resume=""
-    [ -f "$state/base/trainer_state.bin" ] && resume=--resume
+    [ -f "$dir/trainer_state.bin" ] && resume=--resume
     env OMP_WAIT_POLICY=passive "$build/apps/bert-train" \
-        --config "$state/config.json" --vocab "$state/vocab" --task mlm \
         --train "$state/corpus.txt" --dev "$shared/data/wiki_en/valid.txt" \
-        --dev-max 512 --out "$state/base" --batch-size 64 --lr 3e-4 \
-        --warmup 1000 --sinusoidal-positions --max-length 128 \
+        --dev-max 512 --out "$dir" --batch-size 64 --max-length 128 \
         --threads "$threads" --seed 42 --save-state --save-every 10 \
         --log-every 20 $resume "$@"
 }
+train() { # $@: the stage's schedule options
+    pretrain "$state/base" --config "$state/config.json" --vocab "$state/vocab" \
+        --task mlm --lr 3e-4 --warmup 1000 --sinusoidal-positions "$@"
+}
 if [ ! -s "$state/generator/model.safetensors" ]; then
-    [ "$(epochs_done)" -ge 1 ] || train --epochs 10 --stop-after-epochs 1
-    [ "$(epochs_done)" -eq 1 ] || {
+    [ "$(epochs_done "$state/base")" -ge 1 ] || train --epochs 10 --stop-after-epochs 1
+    [ "$(epochs_done "$state/base")" -eq 1 ] || {
         echo "$0: $state/base is past epoch 1 and $state/generator is missing" >&2
         exit 1
     }
@@ -125,7 +131,7 @@ if [ ! -s "$state/generator/model.safetensors" ]; then
        "$state/generator.tmp/"
     mv "$state/generator.tmp" "$state/generator"
 fi
-[ "$(epochs_done)" -ge 2 ] || train --epochs 10 --stop-after-epochs 2
+[ "$(epochs_done "$state/base")" -ge 2 ] || train --epochs 10 --stop-after-epochs 2
 train --epochs 3.5
 
 # --- 4. export of the masked LM ------------------------------------------------
@@ -184,23 +190,12 @@ mlm=$state/base-128
 export_model "$state/base" "$mlm" 128 0
 
 # --- 5. replaced-token detection -----------------------------------------------
-rtd_done() { # legs (epochs) finished
-    [ -f "$state/rtd/trainer_progress.txt" ] || { echo 0; return; }
-    cut -d' ' -f1 "$state/rtd/trainer_progress.txt"
-}
 rtd() { # $1: the leg's --epochs
-    resume=""
-    [ -f "$state/rtd/trainer_state.bin" ] && resume=--resume
-    env OMP_WAIT_POLICY=passive "$build/apps/bert-train" \
-        --init "$mlm" --generator "$state/generator" --task rtd \
-        --train "$state/corpus.txt" --dev "$shared/data/wiki_en/valid.txt" \
-        --dev-max 512 --out "$state/rtd" --batch-size 64 --lr 1e-4 \
-        --warmup 300 --max-length 128 --threads "$threads" --seed 42 \
-        --save-state --save-every 10 --log-every 20 --cased \
-        --epochs "$1" $resume
+    pretrain "$state/rtd" --init "$mlm" --generator "$state/generator" \
+        --task rtd --lr 1e-4 --warmup 300 --cased --epochs "$1"
 }
-[ "$(rtd_done)" -ge 1 ] || rtd 0.8
-[ "$(rtd_done)" -ge 2 ] || rtd 1.3
+[ "$(epochs_done "$state/rtd")" -ge 1 ] || rtd 0.8
+[ "$(epochs_done "$state/rtd")" -ge 2 ] || rtd 1.3
 rtd 2.8
 
 # --- 6. export of the encoder --------------------------------------------------
