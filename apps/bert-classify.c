@@ -121,6 +121,7 @@ typedef struct app {
     const char *model_dir, *col_spec, *pcol_spec, *out_path, *in_path;
     const char *prefix;     /* of the added columns/keys ("" by default) */
     char **keys;            /* JSONL: the header's names made unique */
+    size_t *keylen;         /* their lengths (a name may hold NUL bytes) */
     int col_default;        /* --column not given: "text" */
     char out_tmp[4096];     /* --out is written here, renamed at the end */
     int all_scores, jsonl, no_header, threads;
@@ -327,25 +328,32 @@ static long name_clash(const app *a, const row *h, const char **name)
 }
 
 /* JSONL keys of the header fields: the names, each repeated one renamed
- * NAME.1, NAME.2 ... (as pandas does) so that no key appears twice. */
+ * NAME.1, NAME.2 ... (as pandas does) so that no key appears twice.  Keys
+ * are compared with their lengths, not as C strings: a field may hold NUL
+ * bytes, and "t\0x" renamed "t\0x.1" would still read "t" to strcmp, for
+ * ever (a hang the CSV fuzzer found). */
 static void make_keys(app *a)
 {
     const row *h = &a->rd.header;
-    a->keys = xrealloc(NULL, (h->nf ? h->nf : 1) * sizeof *a->keys);
+    size_t m = h->nf ? h->nf : 1;
+    a->keys = xrealloc(NULL, m * sizeof *a->keys);
+    a->keylen = xrealloc(NULL, m * sizeof *a->keylen);
     for (size_t j = 0; j < h->nf; j++) {
-        size_t n = h->flen[j];
+        size_t n = h->flen[j], len = n;
         char *k = xrealloc(NULL, n + 24);
         memcpy(k, h->buf + h->foff[j], n);
         k[n] = '\0';
         for (unsigned long d = 1;; d++) {
             size_t i = 0;
-            while (i < j && strcmp(a->keys[i], k) != 0)
+            while (i < j && !(a->keylen[i] == len &&
+                              memcmp(a->keys[i], k, len) == 0))
                 i++;
             if (i == j)
                 break;
-            snprintf(k + n, 24, ".%lu", d);
+            len = n + (size_t)snprintf(k + n, 24, ".%lu", d);
         }
         a->keys[j] = k;
+        a->keylen[j] = len;
     }
 }
 
@@ -443,7 +451,7 @@ static void write_row_jsonl(app *a, const row *r, const float *sc)
                 putc(',', f);
             const row *h = &a->rd.header;
             if (j < h->nf) {
-                app_json_string(f, a->keys[j], strlen(a->keys[j]));
+                app_json_string(f, a->keys[j], a->keylen[j]);
             } else {
                 char k[32];
                 snprintf(k, sizeof k, "%zu", j + 1);
@@ -1149,6 +1157,7 @@ static void app_cleanup(app *a)
     for (size_t j = 0; a->keys && j < rd->header.nf; j++)
         free(a->keys[j]);
     free(a->keys);
+    free(a->keylen);
     if (rd->csv_ready)
         csv_free(&rd->p);
     if (rd->in && rd->in != stdin)

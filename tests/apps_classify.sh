@@ -221,6 +221,16 @@ def once(pairs):
     return dict(pairs)
 for l in open(sys.argv[1]): json.loads(l, object_pairs_hook=once)' "$tmp/o" || die "jsonl: repeated keys"
 fi
+# header names holding NUL bytes: "t" and "t\0\0x" differ, and a repeated
+# "t" becomes t.1 (compared as C strings the renaming never ended: a hang
+# the CSV fuzzer found; timeout turns one into a failure)
+printf 'text,t,t\0\0x,t\ngood,1,2,3\n' > "$tmp/nul_header.csv"
+if command -v timeout > /dev/null; then
+    timeout 60 "$CLS" --model "$M" --format jsonl "$tmp/nul_header.csv" > "$tmp/o" 2> "$tmp/e" ||
+        die "jsonl NUL header: exit $?: $(cat "$tmp/e")"
+    grep -q '^{"text":"good","t":"1","t\\u0000\\u0000x":"2","t.1":"3","label":"[A-Z]*",' "$tmp/o" ||
+        die "jsonl NUL header keys: $(cat "$tmp/o")"
+fi
 "$CLS" --model "$M" --prefix 'a"b' "$tmp/has_label.csv" > /dev/null 2>&1; [ $? = 1 ] || die "--prefix with a quote: exit status"
 "$CLS" --model "$M" --column text --batch 0 "$DATA/classify_basic.csv" 2>/dev/null; [ $? = 1 ] || die "--batch 0: exit status"
 for w in 0 -3 x '' 8x; do
