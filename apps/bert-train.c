@@ -87,7 +87,9 @@ static void usage(FILE *f)
 "  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
 "  --weight-decay X       AdamW decay, not on biases/LayerNorm (0.01)\n"
 "  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
-"  --max-length N         tokens per example incl. [CLS]/[SEP] (128)\n"
+"  --max-length N         tokens per training example incl. [CLS]/[SEP]\n"
+"                         (128); a classifier's dev texts are cut at the\n"
+"                         model's positions instead, as bert-tag cuts them\n"
 "  --mlm-probability X    (0.15)\n"
 "  --generator DIR        rtd: the masked-LM model that draws replacements\n"
 "  --no-dropout           train without dropout\n"
@@ -357,6 +359,7 @@ int main(int argc, char **argv)
         fail("%s", err.text);
     if (bert_dataset_count(tr) == 0)
         fail("%s: no examples", o.train_file);
+    double t_train = app_now() - t0;
     const char *const *labels = bert_dataset_labels(tr, &nl);
     if (classify && nl < 2)
         fail("%s: every example has the label \"%s\"; a classifier needs at "
@@ -364,14 +367,6 @@ int main(int argc, char **argv)
     free((void *)o.data.labels);
     o.data.labels = labels; /* the dev set's are the training set's */
     o.data.num_labels = nl;
-    o.data.max_examples = dev_max;
-    if (o.dev && bert_dataset_load(o.dev, tok, &o.data, &dv, &err))
-        fail("%s", err.text);
-    size_t n_dev = bert_dataset_count(dv);
-    if (!o.quiet)
-        fprintf(stderr, "bert-train: %zu training and %zu dev examples "
-                        "(tokenized in %.1f s)\n", bert_dataset_count(tr),
-                n_dev, app_now() - t0);
 
     /* trainer */
     bert_fit_params *fp = &o.fit;
@@ -409,6 +404,21 @@ int main(int argc, char **argv)
         fail("%s", err.text);
     if (o.init && classify)
         align_head(&o, t, labels, nl);
+    /* The dev set of a classifier is cut where the written model's tools
+     * cut it (bert-tag; bert-classify's first window), not at
+     * --max-length: its figures describe what they print.  MLM and RTD dev
+     * texts are chunks like the training ones. */
+    o.data.max_examples = dev_max;
+    if (classify)
+        o.data.max_length = bert_trainer_max_length(t, tok);
+    double t1 = app_now();
+    if (o.dev && bert_dataset_load(o.dev, tok, &o.data, &dv, &err))
+        fail("%s", err.text);
+    size_t n_dev = bert_dataset_count(dv);
+    if (!o.quiet)
+        fprintf(stderr, "bert-train: %zu training and %zu dev examples "
+                        "(tokenized in %.1f s)\n", bert_dataset_count(tr),
+                n_dev, t_train + app_now() - t1);
     if (o.sinpos && !o.resume && bert_trainer_init_sinusoidal_positions(t, &err))
         fail("%s", err.text);
     if (o.task == TASK_EMBED) {

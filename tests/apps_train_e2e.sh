@@ -127,10 +127,11 @@ printf 'mary smith lives in rome\nacme corp works in london\nthe film is about a
 # but several words for bert-tag's aggregation ("u.s." is u . s .): its
 # best epoch's dev F1 must equal the F1 of bert-tag's default output on the
 # dev sentences (words joined by spaces), exact spans as conlleval.  The
-# last dev sentence is 70 tokens: the 64 positions (the model's, and
-# --max-length, so bert-tag and bert-train cut at the same token) end it
-# inside "anna" (ann | ##a), where bert-tag's entity can only end at "ann",
-# which the gold "anna" does not match; "went to u.k." is cut away.
+# last dev sentence is 70 tokens: the model's 64 positions end it inside
+# "anna" (ann | ##a), where bert-tag's entity can only end at "ann", which
+# the gold "anna" does not match; "went to u.k." is cut away.  Training
+# examples are cut at 32 tokens: bert-train must still score the dev set
+# at the model's 64, where bert-tag cuts it.
 conll "u.s. officials met j. smith in paris" "acme-corp hired mary in st.louis" \
     "i. jones and j.r. smith went to rome" "the u.s. film was good" \
     "mary went to u.k. and st.louis" "acme-corp is in rome" \
@@ -143,7 +144,7 @@ conll "mary smith met u.s. officials in rome" "j. smith works for acme-corp" \
 "$TRAIN" --config "$tmp/tok.json" --vocab "$V" --task token \
     --label-all-subtokens --train "$tmp/p_train.conll" \
     --dev "$tmp/p_dev.conll" --out "$tmp/ptok" --epochs 20 --batch-size 4 \
-    --lr 3e-3 --max-length 64 --seed 3 > /dev/null 2> "$tmp/ptok.err" ||
+    --lr 3e-3 --max-length 32 --seed 3 > /dev/null 2> "$tmp/ptok.err" ||
     die "bert-train (punctuation words) exited $?: $(head -c 400 "$tmp/ptok.err")"
 want=$(grep 'best, saved' "$tmp/ptok.err" | tail -n 1 | sed 's/.* F1 \([0-9.]*\),.*/\1/')
 # gold spans from the CoNLL tags, predicted ones from bert-tag's inline

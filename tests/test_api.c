@@ -75,6 +75,7 @@ static void test_null_trainer(void)
     bert_error err;
     CU_ASSERT_EQUAL(bert_trainer_steps(NULL), 0);
     CU_ASSERT_EQUAL(bert_trainer_num_params(NULL), 0);
+    CU_ASSERT_EQUAL(bert_trainer_max_length(NULL, NULL), 0);
     CU_ASSERT_EQUAL(bert_trainer_lr(NULL), 0.0);
     CU_ASSERT_PTR_NULL(bert_trainer_label(NULL, 0));
     CU_ASSERT_PTR_NULL(bert_trainer_config(NULL));

@@ -719,6 +719,16 @@ static void check_seq_fixture(const char *name, int mlm_refused)
     printf("\n  %s: trainer forward vs expected logits: max |diff| "
            "%.3g over %zu texts\n", name, worst, B);
     CU_ASSERT(worst <= 1e-4);
+    /* the length bert-train cuts dev texts at is the one the tools use */
+    bert_model *m = NULL;
+    bert_tokenizer *tok = NULL;
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(fx.dir, NULL, &m, &err), BERT_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        bert_tokenizer_load_for_training(fx.dir, -1, &tok, &err), BERT_OK);
+    CU_ASSERT_EQUAL(bert_trainer_max_length(t, tok), bert_model_max_length(m));
+    printf("  %s: max length %zu\n", name, bert_trainer_max_length(t, tok));
+    bert_tokenizer_free(tok);
+    bert_model_free(m);
     int32_t *lab = calloc(B, sizeof *lab);
     for (size_t b = 0; b < B; b++)
         lab[b] = (int32_t)(b % 2);

@@ -527,6 +527,17 @@ BERT_API int bert_trainer_save_model_dir(const bert_trainer *t,
                                          const char *tokenizer_dir,
                                          const char *dir, bert_error *err);
 
+/* Tokens per text, with the special tokens, that the model directory
+ * bert_trainer_save_model_dir(t, tok, ...) writes will take: its
+ * bert_model_max_length, where bert-tag cuts a text and bert-classify
+ * starts windows.  The positions of t (RoBERTa's minus padding_idx + 1),
+ * capped by tok's model_max_length where it has one (byte-level BPE, whose
+ * files are copied); 0 for a NULL argument.  bert-train scores its dev set
+ * at this length, whatever --max-length the training examples have, so
+ * that the dev figures describe what the tools print. */
+BERT_API size_t bert_trainer_max_length(const bert_trainer *t,
+                                        const bert_tokenizer *tok);
+
 /* Writes dir/tokenizer_config.json as transformers' BertTokenizer saves it
  * (do_lower_case, model_max_length), whole or not at all.  BERT_EIO
  * ("DIR/tokenizer_config.json: reason"), BERT_EINVAL. */

@@ -467,9 +467,22 @@ const char *bert_trainer_label(const bert_trainer *t, size_t id)
 {
     return (t && t->cfg.labels && id < t->C) ? t->cfg.labels[id] : NULL;
 }
+
 size_t bert_trainer_num_params(const bert_trainer *t)
 {
     return t ? t->nparams : 0;
+}
+
+size_t bert_trainer_max_length(const bert_trainer *t,
+                               const bert_tokenizer *tok)
+{
+    if (!t || !tok)
+        return 0;
+    /* as bert_model_load computes it from the directory
+     * bert_trainer_save_model_dir writes (WordPiece: model_max_length is
+     * written as the positions; BPE: the tokenizer's files are copied) */
+    size_t n = t->P - t->pos_off, ml = bert_tokenizer_model_max_length(tok);
+    return ml > 0 && ml < n ? ml : n;
 }
 
 double bert_trainer_lr(const bert_trainer *t)
