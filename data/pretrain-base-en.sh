@@ -31,15 +31,16 @@
 #     masked LM, with the epoch-1 model as the frozen generator (the
 #     3.5-epoch model itself makes replacements too plausible to learn
 #     from), lr 1e-4 after 300 warm-up steps, batch 64, seed 42, cased; run
-#     as it happened, in three legs resumed with a longer --epochs (0.8,
-#     1.3, 2.8): the trainer counts a cut epoch as one, so the legs train
-#     0.8, 0.3 and 0.8 of a pass (3,363 steps, 27.5 M tokens), and each
-#     resume restarts the linear decay from where the new horizon puts it;
+#     as it happened, in four legs resumed with a longer --epochs (0.8,
+#     1.3, 2.8, 4.0): the trainer counts a cut epoch as one, so the legs
+#     train 0.8, 0.3, 0.8 and 1.0 of a pass (5,133 steps, 42.0 M tokens),
+#     and each resume restarts the linear decay from where the new horizon
+#     puts it;
 #  6. export to OUT: the discriminator's encoder as a BertModel (its
 #     original/replaced head dropped).
 # Time: about 57 min an epoch of masked LM on 2 threads of a 2-vCPU Xeon VM
 # (33 chunks/s with the sixth session's trainer, 51-54 with the seventh's),
-# and 33 chunks/s of replaced-token detection (1.8 h for its three legs);
+# and 33 chunks/s of replaced-token detection (2.9 h for its four legs);
 # see data/base-en/MODEL_CARD.md.
 set -e
 build=${1:-.}
@@ -196,7 +197,8 @@ rtd() { # $1: the leg's --epochs
 }
 [ "$(epochs_done "$state/rtd")" -ge 1 ] || rtd 0.8
 [ "$(epochs_done "$state/rtd")" -ge 2 ] || rtd 1.3
-rtd 2.8
+[ "$(epochs_done "$state/rtd")" -ge 3 ] || rtd 2.8
+rtd 4.0
 
 # --- 6. export of the encoder --------------------------------------------------
 export_model "$state/rtd" "$out" 0 1

@@ -12,13 +12,9 @@
 # independent: run both at once on two cores, one thread each).
 # Environment: SHARED_DIR (default <srcdir>/../shared), BASE (default
 # <srcdir>/data/base-en), NER_BASE (default: BASE), THREADS (default 1).
-# The shipped NER model was fine-tuned from the masked-LM stage of base-en
-# (the data/base-en of commit 83998f5), not from today's base-en: the
-# replaced-token stage gave NER 85.1-85.7 dev F1 over three seeds but
-# tagged the README's "Apple" as PER in all of them (data/ner/MODEL_CARD.md).
-# To reproduce it:
-#   git archive 83998f5 data/base-en | tar -x -C /tmp/mlm   (mkdir it first)
-#   NER_BASE=/tmp/mlm/data/base-en data/train-default-models.sh . WORK ner
+# Both shipped models come from data/base-en as it is.  (The NER model of
+# the fifth to eighth sessions came from its masked-LM stage, the data/base-en
+# of commit 83998f5: NER_BASE takes such an encoder.)
 # Results go to WORK_DIR/sentiment and WORK_DIR/ner (complete Hugging Face
 # model directories); copy config.json, model.safetensors, vocab.txt,
 # tokenizer_config.json and special_tokens_map.json into data/sentiment and
