@@ -762,6 +762,40 @@ static void test_fixture_roberta(void)
     check_seq_fixture("roberta-seq", 1);
 }
 
+/* RoBERTa's positions start after padding_idx: a config whose pad_token_id
+ * leaves none is refused with a message, as bert_model_load refuses it
+ * (the trainer used to compute max_position - (pad + 1) and underflow). */
+static void test_roberta_no_positions(void)
+{
+    const char *cfg = tr_write_config(
+        "roberta-nopos",
+        "{\"architectures\":[\"RobertaForSequenceClassification\"],"
+        "\"model_type\":\"roberta\",\"vocab_size\":40,\"hidden_size\":6,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
+        "\"max_position_embeddings\":9,\"type_vocab_size\":1,"
+        "\"pad_token_id\":%d}", 8);
+    bert_train_params p = bert_train_default_params();
+    p.task = BERT_TRAIN_SEQUENCE;
+    bert_trainer *t = NULL;
+    bert_error err;
+    CU_ASSERT_EQUAL(bert_trainer_create(NULL, cfg, &p, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_PTR_NULL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "max_position_embeddings 9 leaves "
+                                            "no position after padding_idx 8"));
+    /* pad 7: one position (8) is left, and the trainer takes one token */
+    cfg = tr_write_config(
+        "roberta-onepos",
+        "{\"architectures\":[\"RobertaForSequenceClassification\"],"
+        "\"model_type\":\"roberta\",\"vocab_size\":40,\"hidden_size\":6,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
+        "\"max_position_embeddings\":9,\"type_vocab_size\":1,"
+        "\"pad_token_id\":%d}", 7);
+    CU_ASSERT_EQUAL_FATAL(bert_trainer_create(NULL, cfg, &p, &t, &err), BERT_OK);
+    bert_trainer_free(t);
+}
+
 /* ELECTRA: embedding_size 32 != hidden 64, so the trainer's
  * embeddings_project is exercised. */
 static void test_fixture_electra(void)
@@ -797,6 +831,7 @@ int main(void)
         {"model gradient: roberta sequence+dropout", test_model_grad_roberta_seq},
         {"model gradient: roberta token", test_model_grad_roberta_tok},
         {"fixture forward: roberta", test_fixture_roberta},
+        {"roberta: pad_token_id leaving no position refused", test_roberta_no_positions},
         {"model gradient: electra sequence+dropout", test_model_grad_electra_seq},
         {"model gradient: electra token", test_model_grad_electra_tok},
         {"fixture forward: electra", test_fixture_electra},

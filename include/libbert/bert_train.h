@@ -530,9 +530,10 @@ BERT_API int bert_trainer_save_model_dir(const bert_trainer *t,
 /* Tokens per text, with the special tokens, that the model directory
  * bert_trainer_save_model_dir(t, tok, ...) writes will take: its
  * bert_model_max_length, where bert-tag cuts a text and bert-classify
- * starts windows.  The positions of t (RoBERTa's minus padding_idx + 1),
- * capped by tok's model_max_length where it has one (byte-level BPE, whose
- * files are copied); 0 for a NULL argument.  bert-train scores its dev set
+ * starts windows.  The positions of t (RoBERTa's minus padding_idx + 1);
+ * for a byte-level BPE tok, whose files are copied, capped by its
+ * model_max_length (WordPiece's is written as the positions); 0 for a NULL
+ * argument.  bert-train scores its dev set
  * at this length, whatever --max-length the training examples have, so
  * that the dev figures describe what the tools print. */
 BERT_API size_t bert_trainer_max_length(const bert_trainer *t,
