@@ -465,6 +465,13 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
             return rc;
         cfg->pad_token_id = (int)p;
     }
+    /* ... and run from pad + 1 to max_position - 1: at least one */
+    if (c->family == BERT_FAMILY_ROBERTA &&
+        (size_t)cfg->pad_token_id + 2 > c->max_position)
+        return bert__err(err, BERT_EFORMAT,
+                         "%s: max_position_embeddings %zu leaves no position "
+                         "after padding_idx %d", label, c->max_position,
+                         cfg->pad_token_id);
 
     if (c->task != BERT_TASK_BASE) {
         if ((rc = parse_labels(root, cfg, label, err)))

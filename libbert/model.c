@@ -140,18 +140,10 @@ int bert_model_load(const char *dir, const bert_model_params *params,
     }
 
     m->max_len = m->cfg.pub.max_position;
-    /* RoBERTa's positions start after padding_idx: pad + 1 .. pad + n */
-    if (m->cfg.pub.family == BERT_FAMILY_ROBERTA) {
-        size_t pad = (size_t)m->cfg.pad_token_id;
-        if (pad + 2 > m->cfg.pub.max_position) {
-            rc = bert__err(err, BERT_EFORMAT,
-                           "%s: max_position_embeddings %zu leaves no "
-                           "position after padding_idx %zu",
-                           path, m->cfg.pub.max_position, pad);
-            goto fail;
-        }
-        m->max_len = m->cfg.pub.max_position - pad - 1;
-    }
+    /* RoBERTa's positions start after padding_idx: pad + 1 .. pad + n
+     * (bert__config_load checks that there is at least one) */
+    if (m->cfg.pub.family == BERT_FAMILY_ROBERTA)
+        m->max_len -= (size_t)m->cfg.pad_token_id + 1;
     if (p.load_tokenizer) {
         if ((rc = bert_tokenizer_load(dir, &m->tok, err)) != BERT_OK)
             goto fail;

@@ -763,36 +763,34 @@ static void test_fixture_roberta(void)
 }
 
 /* RoBERTa's positions start after padding_idx: a config whose pad_token_id
- * leaves none is refused with a message, as bert_model_load refuses it
- * (the trainer used to compute max_position - (pad + 1) and underflow). */
+ * leaves none is refused by bert__config_load, for the trainer as for
+ * bert_model_load (the trainer used to compute max_position - (pad + 1)
+ * and underflow). */
 static void test_roberta_no_positions(void)
 {
-    const char *cfg = tr_write_config(
-        "roberta-nopos",
+    static const char fmt[] =
         "{\"architectures\":[\"RobertaForSequenceClassification\"],"
         "\"model_type\":\"roberta\",\"vocab_size\":40,\"hidden_size\":6,"
         "\"num_hidden_layers\":1,\"num_attention_heads\":2,"
         "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
         "\"max_position_embeddings\":9,\"type_vocab_size\":1,"
-        "\"pad_token_id\":%d}", 8);
+        "\"pad_token_id\":%d}";
     bert_train_params p = bert_train_default_params();
     p.task = BERT_TRAIN_SEQUENCE;
     bert_trainer *t = NULL;
     bert_error err;
-    CU_ASSERT_EQUAL(bert_trainer_create(NULL, cfg, &p, &t, &err), BERT_EFORMAT);
+    CU_ASSERT_EQUAL(bert_trainer_create(NULL,
+                                        tr_write_config("roberta-nopos", fmt, 8),
+                                        &p, &t, &err),
+                    BERT_EFORMAT);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "max_position_embeddings 9 leaves "
                                             "no position after padding_idx 8"));
     /* pad 7: one position (8) is left, and the trainer takes one token */
-    cfg = tr_write_config(
-        "roberta-onepos",
-        "{\"architectures\":[\"RobertaForSequenceClassification\"],"
-        "\"model_type\":\"roberta\",\"vocab_size\":40,\"hidden_size\":6,"
-        "\"num_hidden_layers\":1,\"num_attention_heads\":2,"
-        "\"intermediate_size\":7,\"hidden_act\":\"gelu\","
-        "\"max_position_embeddings\":9,\"type_vocab_size\":1,"
-        "\"pad_token_id\":%d}", 7);
-    CU_ASSERT_EQUAL_FATAL(bert_trainer_create(NULL, cfg, &p, &t, &err), BERT_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        bert_trainer_create(NULL, tr_write_config("roberta-onepos", fmt, 7),
+                            &p, &t, &err),
+        BERT_OK);
     bert_trainer_free(t);
 }
 

@@ -326,13 +326,6 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->NH = c->heads;
     t->I = c->intermediate;
     t->P = c->max_position;
-    if (t->pos_off + 1 > t->P) { /* as bert_model_load refuses it */
-        rc = bert__err(err, BERT_EFORMAT,
-                       "%s: max_position_embeddings %zu leaves no position "
-                       "after padding_idx %zu", path, t->P, t->pos_off - 1);
-        bert_trainer_free(t);
-        return rc;
-    }
     t->TV = c->type_vocab;
     t->act = c->act == BERT_ACT_GELU ? BERT_T_ACT_GELU
              : c->act == BERT_ACT_RELU ? BERT_T_ACT_RELU
@@ -488,7 +481,7 @@ size_t bert_trainer_max_length(const bert_trainer *t,
     /* as bert_model_load computes it from the directory
      * bert_trainer_save_model_dir writes: WordPiece's model_max_length is
      * written as the positions, BPE's tokenizer files are copied with
-     * theirs.  P > pos_off: bert_trainer_create checks it. */
+     * theirs.  P > pos_off: bert__config_load checks it. */
     size_t n = t->P - t->pos_off;
     if (bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE) {
         size_t ml = bert_tokenizer_model_max_length(tok);
