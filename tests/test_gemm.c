@@ -439,7 +439,7 @@ static void test_joint_weights(void)
             for (int threads = 1; threads <= 2; threads++) {
                 bert_gemm_ctx *g = ctx_or_skip(tiers[ti], threads);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-                for (size_t m = 1; m <= 130; m += 43) {
+                for (size_t m = 1; m <= 302; m += 43) { /* 3 row blocks */
                     size_t k = 200;
                     bert_wmat W[3];
                     const bert_wmat *Wp[3];
