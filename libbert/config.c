@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libbert/arch.h"
 #include "libbert/internal.h"
 #include "libbert/readall.h"
 
@@ -456,7 +457,8 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
     }
 
     /* RoBERTa's position ids count from pad_token_id (padding_idx) */
-    cfg->pad_token_id = c->family == BERT_FAMILY_ROBERTA ? 1 : -1;
+    int from_pad = bert__arch_of(c->family)->pos_from_pad;
+    cfg->pad_token_id = from_pad ? 1 : -1;
     const json_t *jp = json_object_get(root, "pad_token_id");
     if (jp && !json_is_null(jp)) {
         size_t p;
@@ -466,8 +468,8 @@ static int parse_root(const json_t *root, bert_cfg *cfg, const char *label,
         cfg->pad_token_id = (int)p;
     }
     /* ... and run from pad + 1 to max_position - 1: at least one */
-    if (c->family == BERT_FAMILY_ROBERTA &&
-        (size_t)cfg->pad_token_id + 2 > c->max_position)
+    cfg->pos_offset = from_pad ? (size_t)cfg->pad_token_id + 1 : 0;
+    if (from_pad && cfg->pos_offset >= c->max_position)
         return bert__err(err, BERT_EFORMAT,
                          "%s: max_position_embeddings %zu leaves no position "
                          "after padding_idx %d", label, c->max_position,

@@ -56,6 +56,11 @@ typedef struct bert_cfg {
                                  "xlm-roberta" or "electra" */
     char **labels;            /* pub.num_labels names (owned), or NULL */
     int pad_token_id;         /* -1 when absent */
+    size_t pos_offset;        /* the first token's position id: padding_idx
+                                 + 1 where the architecture counts positions
+                                 from it (RoBERTa: arch.h pos_from_pad), else
+                                 0; pub.max_position - pos_offset positions
+                                 are usable (at least one: checked) */
     int sinusoidal_pos;       /* DistilBERT sinusoidal_pos_embds (weights are
                                  still stored, so it changes nothing here) */
     /* Read for training and written back, never an error: a value that is

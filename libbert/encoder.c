@@ -90,7 +90,9 @@ static void embeddings_forward(const bert__enc *e, float *x,
     const bert_config *c = &e->cfg->pub;
     const bert_weights *w = e->w;
     size_t H = c->embedding_size;
-    int roberta = c->family == BERT_FAMILY_ROBERTA;
+    /* RoBERTa: a real token's position is pos_offset (padding_idx + 1)
+     * plus the real tokens before it, a pad's is padding_idx */
+    size_t off = e->cfg->pos_offset;
     int32_t pad = e->cfg->pad_token_id;
     float *sum = kp ? kp->emb : x, *row = sum;
     size_t r = 0;
@@ -99,8 +101,8 @@ static void embeddings_forward(const bert__enc *e, float *x,
         for (size_t t = 0; t < in[b].n; t++, row += H, r++) {
             const float *we = w->word_emb + (size_t)in[b].ids[t] * H;
             size_t p = t;
-            if (roberta)
-                p = in[b].ids[t] == pad ? (size_t)pad : (size_t)pad + ++seen;
+            if (off)
+                p = in[b].ids[t] == pad ? (size_t)pad : off + seen++;
             if (kp)
                 kp->pos[r] = (int32_t)p;
             const float *pe = w->pos_emb + p * H;

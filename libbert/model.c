@@ -139,11 +139,8 @@ int bert_model_load(const char *dir, const bert_model_params *params,
         goto fail;
     }
 
-    m->max_len = m->cfg.pub.max_position;
-    /* RoBERTa's positions start after padding_idx: pad + 1 .. pad + n
-     * (bert__config_load checks that there is at least one) */
-    if (m->cfg.pub.family == BERT_FAMILY_ROBERTA)
-        m->max_len -= (size_t)m->cfg.pad_token_id + 1;
+    /* RoBERTa's positions start after padding_idx (bert_cfg.pos_offset) */
+    m->max_len = m->cfg.pub.max_position - m->cfg.pos_offset;
     if (p.load_tokenizer) {
         if ((rc = bert_tokenizer_load(dir, &m->tok, err)) != BERT_OK)
             goto fail;

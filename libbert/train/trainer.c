@@ -309,7 +309,7 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->arch = bert__arch_of(c->family);
     t->E = c->embedding_size ? c->embedding_size : c->hidden;
     t->cfg.pub.embedding_size = t->E; /* the forward reads it */
-    t->pos_off = roberta ? (size_t)t->cfg.pad_token_id + 1 : 0;
+    t->pos_off = t->cfg.pos_offset;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
      * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
      * config.c reads into classifier_dropout), ...ForTokenClassification:
