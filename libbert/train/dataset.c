@@ -587,12 +587,12 @@ static int fits(const bert_trainer *t, const bert_dataset *d,
 {
     for (size_t i = 0; i < d->n; i++) {
         const bert__example *e = &d->ex[i];
-        if ((size_t)e->n + t->pos_off > t->P)
+        if ((size_t)e->n + t->cfg.pos_offset > t->P)
             return bert__err(err, BERT_EINVAL,
                              "%s: example %zu has %d tokens, more than the "
                              "%zu that max_position_embeddings %zu allows "
                              "(a shorter max_length)", what, i + 1, (int)e->n,
-                             t->P - t->pos_off, t->P);
+                             t->P - t->cfg.pos_offset, t->P);
         for (int32_t k = 0; k < e->n; k++)
             if (e->ids[k] < 0 || (size_t)e->ids[k] >= t->V)
                 return bert__err(err, BERT_EINVAL,

@@ -309,7 +309,6 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     t->arch = bert__arch_of(c->family);
     t->E = c->embedding_size ? c->embedding_size : c->hidden;
     t->cfg.pub.embedding_size = t->E; /* the forward reads it */
-    t->pos_off = t->cfg.pos_offset;
     /* BertFor*: classifier_dropout (default hidden_dropout_prob) for both
      * heads; DistilBertForSequenceClassification: seq_classif_dropout (which
      * config.c reads into classifier_dropout), ...ForTokenClassification:
@@ -481,8 +480,8 @@ size_t bert_trainer_max_length(const bert_trainer *t,
     /* as bert_model_load computes it from the directory
      * bert_trainer_save_model_dir writes: WordPiece's model_max_length is
      * written as the positions, BPE's tokenizer files are copied with
-     * theirs.  P > pos_off: bert__config_load checks it. */
-    size_t n = t->P - t->pos_off;
+     * theirs.  P > pos_offset: bert__config_load checks it. */
+    size_t n = t->P - t->cfg.pos_offset;
     if (bert_tokenizer_get_kind(tok) == BERT_TOKENIZER_BPE) {
         size_t ml = bert_tokenizer_model_max_length(tok);
         if (ml > 0 && ml < n)
@@ -686,10 +685,10 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     size_t B = bt->batch, T = bt->seq_len;
     size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
-    if (T + t->pos_off > t->P)
+    if (T + t->cfg.pos_offset > t->P)
         return bert__err(err, BERT_EINVAL,
                          "sequence length %zu exceeds max_position_embeddings %zu%s",
-                         T, t->P, t->pos_off ? " minus padding_idx + 1" : "");
+                         T, t->P, t->cfg.pos_offset ? " minus padding_idx + 1" : "");
     size_t N = 0, na = 0;
     for (size_t b = 0; b < B; b++) {
         size_t n = bt->lengths[b];

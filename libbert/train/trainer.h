@@ -38,8 +38,6 @@ typedef struct bert_trainer {
     float qa_dropout;          /* DistilBERT config key, kept for saving */
     int freeze_wpe;            /* DistilBERT sinusoidal_pos_embds: position
                                   embeddings are fixed, never updated */
-    size_t pos_off;            /* position id of a sequence's first token:
-                                  0, RoBERTa pad_token_id + 1 */
     int fresh_head;            /* made from a directory that lacked some of
                                   the head's tensors (initialised fresh) */
     size_t sizes[P_COUNT];
