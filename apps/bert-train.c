@@ -85,6 +85,9 @@ static void usage(FILE *f)
 "                         models whose encoder starts from scratch\n"
 "  --embedding-lr-scale X the word embeddings learn at lr * X (default 1;\n"
 "                         < 1 keeps pre-trained embeddings)\n"
+"  --layer-lr-decay X     layer-wise decay (ELECTRA's): the head learns at\n"
+"                         lr, encoder layer l of L at lr * X^(L-l), the\n"
+"                         embeddings at lr * X^(L+1) (default 1 = off)\n"
 "  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
 "  --weight-decay X       AdamW decay, not on biases/LayerNorm (0.01)\n"
 "  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
@@ -164,6 +167,7 @@ static const app_optdef defs[] = {
     {"log-every", APP_LNG, F(log_every)}, {"resume", APP_SET, F(resume)},
     {"save-state", APP_SET, F(fit.save_state)},
     {"embedding-lr-scale", APP_FLT, F(train.embedding_lr_scale)},
+    {"layer-lr-decay", APP_FLT, F(train.layer_lr_decay)},
     {"sinusoidal-positions", APP_SET, F(sinpos)},
     {"stop-after-epochs", APP_SZ, F(fit.stop_after_epochs)}};
 

@@ -650,6 +650,77 @@ static void test_deterministic(void)
     tr_check_deterministic(write_tiny_config("tiny", "gelu", 0.0f), 0);
 }
 
+/* Layer-wise learning-rate decay: one AdamW step from the same weights and
+ * gradient moves every parameter by lr_scale times the step without decay
+ * (both of AdamW's terms are linear in lr), lr_scale being d^(L - l) in
+ * layer l, d^(L + 1) in the embeddings and 1 in the heads. */
+static void test_layer_lr_decay(void)
+{
+    const char *cfg = write_tiny_config("lrd", "gelu", 0.0f);
+    bert_train_params p = bert_train_default_params();
+    p.num_labels = 3;
+    p.lr = 1e-2f;
+    p.seed = 5;
+    p.dropout = 0;
+    static const int32_t ids[10] = {2, 5, 7, 3, 1, 2, 9, 4, 0, 0};
+    static const size_t lens[2] = {5, 3};
+    static const int32_t labels[2] = {1, 2};
+    bert_train_batch b = {2, 5, ids, NULL, lens, labels};
+    float d = 0.5f;
+    bert_trainer *t[2];
+    float *before = NULL;
+    for (int i = 0; i < 2; i++) {
+        p.layer_lr_decay = i ? d : 1.0f;
+        t[i] = tr_trainer_create(NULL, cfg, &p);
+        if (!i) {
+            before = malloc(t[0]->nparams * sizeof *before);
+            CU_ASSERT_FATAL(before != NULL);
+            memcpy(before, t[0]->params, t[0]->nparams * sizeof *before);
+        }
+        CU_ASSERT_EQUAL_FATAL(t[i]->nparams, t[0]->nparams);
+        CU_ASSERT(memcmp(before, t[i]->params,
+                         t[0]->nparams * sizeof *before) == 0);
+        bert_error err;
+        CU_ASSERT_EQUAL_FATAL(bert_trainer_accumulate(t[i], &b, 1.0f, NULL, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(bert_trainer_update(t[i], NULL, &err), 0);
+    }
+    size_t L = t[0]->L, checked = 0, bad = 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        if (!t[0]->pt[k])
+            continue;
+        size_t off = (size_t)(t[0]->pt[k] - t[0]->params), n = t[0]->sizes[k];
+        int layer = k >= P_QKVW && k <= P_LN2B;
+        int emb = k <= P_LNEB || k == P_EPW || k == P_EPB;
+        for (size_t i = 0; i < n; i++) {
+            double s = emb ? pow(d, (double)(L + 1))
+                     : layer ? pow(d, (double)(L - i / (n / L))) : 1.0;
+            double d1 = (double)t[0]->params[off + i] - before[off + i];
+            double d2 = (double)t[1]->params[off + i] - before[off + i];
+            /* float32 weights near 1 (LayerNorm) round a step of 1e-2 to
+             * about 1e-7 */
+            if (fabs(d2 - s * d1) > 1e-3 * fabs(d1) + 2e-7)
+                bad++;
+            checked += d1 != 0.0;
+        }
+    }
+    CU_ASSERT(checked > 100);
+    CU_ASSERT_EQUAL(bad, 0);
+    if (bad)
+        printf("\n  %zu of the parameters moved by the wrong amount\n", bad);
+    free(before);
+    for (int i = 0; i < 2; i++)
+        bert_trainer_free(t[i]);
+    /* out of range: refused */
+    for (int i = 0; i < 3; i++) {
+        static const float badd[3] = {0.0f, 1.5f, -0.5f};
+        bert_trainer *x = NULL;
+        bert_error err;
+        p.layer_lr_decay = badd[i];
+        CU_ASSERT_EQUAL(bert_trainer_create(NULL, cfg, &p, &x, &err), BERT_EINVAL);
+        CU_ASSERT(x == NULL);
+    }
+}
+
 /* --- fixture -------------------------------------------------------------- */
 
 static void test_fixture_forward(void)
@@ -825,6 +896,7 @@ int main(void)
         {"model gradient: mlm", test_model_grad_mlm},
         {"tiny model learns", test_learns_tiny},
         {"deterministic", test_deterministic},
+        {"layer-wise learning-rate decay", test_layer_lr_decay},
         {"fixture forward", test_fixture_forward},
         {"model gradient: roberta sequence+dropout", test_model_grad_roberta_seq},
         {"model gradient: roberta token", test_model_grad_roberta_tok},

@@ -96,6 +96,14 @@ typedef struct bert_train_params {
                                   during training (default); 0: none */
     float embedding_lr_scale;  /* the word embeddings learn at lr times this
                                   (1.0; < 1 keeps pre-trained vectors) */
+    float layer_lr_decay;      /* layer-wise learning-rate decay (ELECTRA's,
+                                  Clark et al. 2020), in (0, 1]: the heads
+                                  learn at lr, layer l of L at
+                                  lr * d^(L - l), the embeddings at
+                                  lr * d^(L + 1), so layers near the input,
+                                  which pre-training shaped most, move
+                                  least (default 1.0: off; 0.8 in ELECTRA's
+                                  fine-tunes) */
 } bert_train_params;
 
 BERT_API bert_train_params bert_train_default_params(void);

@@ -31,6 +31,7 @@ bert_train_params bert_train_default_params(void)
     p.n_threads = 1;
     p.dropout = 1;
     p.embedding_lr_scale = 1.0f;
+    p.layer_lr_decay = 1.0f;
     return p;
 }
 
@@ -45,6 +46,19 @@ static int has_decay(int i)
     default:
         return 0;
     }
+}
+
+/* Layer-wise decay: a parameter's depth is 0 in the embeddings, l + 1 in
+ * encoder layer l, L + 1 in the heads (pooler, classifier, MLM head); it
+ * learns at lr * decay^(L + 1 - depth). */
+static int is_layer_param(int i)
+{
+    return i >= P_QKVW && i <= P_LN2B;
+}
+
+static int is_embedding_param(int i)
+{
+    return i <= P_LNEB || i == P_EPW || i == P_EPB;
 }
 
 static void fill_sizes(bert_trainer *t)
@@ -265,6 +279,10 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     bert_train_params p;
     if (BERT__PARAMS(p, params, bert_train_default_params, err))
         return BERT_EINVAL;
+    if (!(p.layer_lr_decay > 0.0f && p.layer_lr_decay <= 1.0f))
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_create: layer_lr_decay %g is not in "
+                         "(0, 1]", (double)p.layer_lr_decay);
     bert_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return bert__err(err, BERT_ENOMEM, "out of memory");
@@ -1001,14 +1019,23 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
         float wd = has_decay(k) ? t->p.weight_decay : 0.0f;
         float eps = t->p.eps;
         float lr = k == P_WTE ? lr0 * t->p.embedding_lr_scale : lr0;
+        /* the layer kinds hold L layers one after the other: a slice each */
+        size_t parts = is_layer_param(k) && t->L > 0 ? t->L : 1;
+        float d = t->p.layer_lr_decay;
+        if (is_embedding_param(k))
+            lr *= powf(d, (float)(t->L + 1));
+        for (size_t l = 0; l < parts; l++) {
+            size_t i0 = l * (n / parts), i1 = i0 + n / parts;
+            float lrl = parts > 1 ? lr * powf(d, (float)(t->L - l)) : lr;
 #pragma omp parallel for schedule(static) num_threads(nth)
-        for (size_t i = 0; i < n; i++) {
-            float gi = g[i] * clip;
-            p[i] -= lr * wd * p[i];
-            m[i] = b1 * m[i] + (1.0f - b1) * gi;
-            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-            p[i] -= (lr / bc1) * m[i] / (sqrtf(v[i]) / sbc2 + eps);
-            g[i] = 0.0f;
+            for (size_t i = i0; i < i1; i++) {
+                float gi = g[i] * clip;
+                p[i] -= lrl * wd * p[i];
+                m[i] = b1 * m[i] + (1.0f - b1) * gi;
+                v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+                p[i] -= (lrl / bc1) * m[i] / (sqrtf(v[i]) / sbc2 + eps);
+                g[i] = 0.0f;
+            }
         }
     }
     t->steps = step;
