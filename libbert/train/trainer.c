@@ -1020,13 +1020,14 @@ int bert_trainer_update(bert_trainer *t, double *grad_norm, bert_error *err)
         float eps = t->p.eps;
         float lr = k == P_WTE ? lr0 * t->p.embedding_lr_scale : lr0;
         /* the layer kinds hold L layers one after the other: a slice each */
-        size_t parts = is_layer_param(k) && t->L > 0 ? t->L : 1;
+        int layer = is_layer_param(k) && t->L > 0;
+        size_t parts = layer ? t->L : 1;
         float d = t->p.layer_lr_decay;
         if (is_embedding_param(k))
             lr *= powf(d, (float)(t->L + 1));
         for (size_t l = 0; l < parts; l++) {
             size_t i0 = l * (n / parts), i1 = i0 + n / parts;
-            float lrl = parts > 1 ? lr * powf(d, (float)(t->L - l)) : lr;
+            float lrl = layer ? lr * powf(d, (float)(t->L - l)) : lr;
 #pragma omp parallel for schedule(static) num_threads(nth)
             for (size_t i = i0; i < i1; i++) {
                 float gi = g[i] * clip;
