@@ -270,9 +270,9 @@ static void attention_forward(const bert__enc *e, const att_io *a,
 }
 
 /* Rows per thread from which the layers split rows among the threads (two
- * barriers a layer); below it each product splits the packed weights'
- * columns among the threads (gemm.c), so that a short sequence still gets
- * every thread.  Not lower, although the column split reads each weight
+ * barriers a layer), where the tensor-parallel layers (below) do not run;
+ * below it each product splits the packed weights' columns among the
+ * threads (gemm.c), so that a short sequence still gets every thread.  Not lower, although the column split reads each weight
  * once where the row split reads it once per thread: the column split
  * meets at a barrier after every product, and when other processes keep a
  * core busy a thread descheduled at a barrier stalls the rest (BERT-base
@@ -403,6 +403,169 @@ static void layer_rows(const bert__enc *e, const bert_input *in, size_t batch,
                   bert__t_stream(mi, l, BERT_T_SITE_FFN));
 }
 
+/* ---- tensor-parallel layers ------------------------------------------------
+ * A few rows on a few threads (one sentence on two cores): splitting the
+ * rows gives each thread too few of them to amortise streaming every
+ * weight matrix (BERT-base 1 x 128 on 2 threads, row split: the kernels
+ * ran at about 68% of the FMA peak against 85-89% on one thread), and
+ * splitting every product's columns meets at a barrier after each one.
+ * Instead each thread owns whole heads and a share of the feed-forward
+ * columns for all rows, as Megatron-LM splits a layer across devices:
+ *  - Q, K, V: the columns of its heads; attention on its heads; the output
+ *    projection over the depth of its heads' context columns: a partial
+ *    (T,H) sum of its own;
+ *  - barrier; each thread adds the partials, the bias and the residual and
+ *    normalises every row into its own copy of the hidden state (the
+ *    copies are bit-identical: the same operations in the same order);
+ *  - the first feed-forward product on its share of the columns, the
+ *    activation on them, the second product over that depth: a partial;
+ *  - barrier; the same sum and norm.
+ * Two barriers a layer, as the row split has, and each thread streams
+ * 1/nt of the weights.  The partials' sum rounds differently from one
+ * product over the whole depth, so results move in the last bits with the
+ * thread count (the parity tests run 1 and 2 threads).  Inference and
+ * FP32 panels only.  Where a thread's heads begin inside a 48-column panel
+ * (not BERT-base's or MiniLM's on 2 or 4 threads), it computes that panel's
+ * whole tile and keeps its own columns. */
+#define TP_MAX_ROWS 256
+#define TP_MAX_THREADS 4
+#define TP_MIN_HIDDEN 512
+
+/* Heads [*h0, *h1) of thread id of nt. */
+static void tp_heads(size_t NH, int id, int nt, size_t *h0, size_t *h1)
+{
+    row_range(NH, id, nt, h0, h1);
+}
+
+/* Feed-forward columns [*c0, *c1) of thread id: whole panels. */
+static void tp_cols(size_t I, int id, int nt, size_t *c0, size_t *c1)
+{
+    size_t p0, p1;
+    row_range((I + 47) / 48, id, nt, &p0, &p1);
+    *c0 = p0 * 48;
+    *c1 = p1 * 48 < I ? p1 * 48 : I;
+}
+
+size_t bert__encode_tp_floats(const bert_config *c, int nt, size_t T)
+{
+    if (nt < 2 || nt > TP_MAX_THREADS)
+        return 0;
+    if (T > TP_MAX_ROWS)
+        T = TP_MAX_ROWS;
+    size_t n = (size_t)nt, H = c->hidden;
+    if (H < TP_MIN_HIDDEN)
+        return 0;
+    /* two partial sums per thread, nt - 1 copies of x */
+    return (3 * n - 1) * T * H;
+}
+
+/* Whether the layers run tensor-parallel for T rows. */
+static int tp_usable(const bert__enc *e, size_t T, size_t full)
+{
+    const bert_config *c = &e->cfg->pub;
+    int nt = e->n_threads;
+    size_t need = bert__encode_tp_floats(c, nt, T);
+    if (need == 0 || need > e->tp_cap || !e->tp || T > TP_MAX_ROWS ||
+        full == 0 || c->heads < (size_t)nt || e->cap_seq < (size_t)nt)
+        return 0;
+    for (size_t l = 0; l < full; l++) {
+        const bert_layer_mats *m = &e->mats[l];
+        if (!bert__gemm_w_part_ok(e->gemm, &m->q) ||
+            !bert__gemm_w_part_ok(e->gemm, &m->k) ||
+            !bert__gemm_w_part_ok(e->gemm, &m->v) ||
+            !bert__gemm_w_part_ok(e->gemm, &m->o) ||
+            !bert__gemm_w_part_ok(e->gemm, &m->f1) ||
+            !bert__gemm_w_part_ok(e->gemm, &m->f2))
+            return 0;
+    }
+    return 1;
+}
+
+/* x (T,H) = LayerNorm((x + P_1 + ... + P_nt-1) + (P_0 + b)) in place, the
+ * partials P_t at P + t*T*H: the same order on every thread, so every
+ * copy of x stays the same. */
+static void tp_reduce_norm(const bert__enc *e, float *x, const float *P,
+                           int nt, size_t T, const float *b,
+                           const float *gamma, const float *beta)
+{
+    const bert_config *c = &e->cfg->pub;
+    size_t H = c->hidden;
+    for (int t = 1; t < nt; t++) {
+        const float *q = P + (size_t)t * T * H;
+        for (size_t i = 0; i < T * H; i++)
+            x[i] += q[i];
+    }
+    bert__bias_add_layernorm_forward(x, P, b, gamma, beta, T, H,
+                                     c->layer_norm_eps);
+}
+
+/* Layers [0, full) on all T rows, tensor-parallel (above); the result in
+ * e->x, which is thread 0's copy. */
+static void layers_tp(const bert__enc *e, const bert_input *in, size_t batch,
+                      size_t T, size_t full)
+{
+    const bert_config *c = &e->cfg->pub;
+    size_t H = c->hidden, I = c->intermediate, NH = c->heads, hs = H / NH;
+    int nt = e->n_threads;
+    const bert_gemm_ctx *g = e->gemm;
+    float *PA = e->tp, *PB = PA + (size_t)nt * T * H;
+    float *X = PB + (size_t)nt * T * H;
+    size_t slice = e->cap_seq * e->cap_seq / (size_t)nt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        int id = THREAD_ID();
+        size_t h0, h1, c0, c1;
+        tp_heads(NH, id, nt, &h0, &h1);
+        tp_cols(I, id, nt, &c0, &c1);
+        size_t a0 = h0 * hs, a1 = h1 * hs; /* its heads' columns */
+        float *x = id ? X + (size_t)(id - 1) * T * H : e->x;
+        float *pa = PA + (size_t)id * T * H, *pb = PB + (size_t)id * T * H;
+        float *S = e->scores + (size_t)id * slice;
+        if (id)
+            memcpy(x, e->x, T * H * sizeof *x);
+        for (size_t l = 0; l < full; l++) {
+            const bert_layer_w *w = &e->w->layers[l];
+            const bert_layer_mats *mw = &e->mats[l];
+            const bert_wmat *qkv[3] = {&mw->q, &mw->k, &mw->v};
+            const float *bs[3] = {w->q_b, w->k_b, w->v_b};
+            float *outs[3] = {e->q, e->k, e->v};
+            for (int j = 0; j < 3; j++)
+                for (size_t r = 0; r < T; r++)
+                    memcpy(outs[j] + r * H + a0, bs[j] + a0,
+                           (a1 - a0) * sizeof(float));
+            bert__gemm_w_part(g, id, T, x, H, 3, qkv, 0, H, a0, a1, 1.0f,
+                              outs, H);
+            att_io a = {e->q, e->k, e->v, e->ctx, NULL, NULL, 0};
+            for (size_t b = 0, o = 0; b < batch; o += in[b++].n)
+                for (size_t h = h0; h < h1; h++)
+                    head_forward(e, &a, id, S, slice, e->q + o * H,
+                                 e->ctx + o * H, in[b].n, o, in[b].n, h, NULL,
+                                 0);
+            const bert_wmat *wo = &mw->o, *f1 = &mw->f1, *f2 = &mw->f2;
+            bert__gemm_w_part(g, id, T, e->ctx, H, 1, &wo, a0, a1, 0, H, 0.0f,
+                              &pa, H);
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+            tp_reduce_norm(e, x, PA, nt, T, w->o_b, w->ln1_w, w->ln1_b);
+            float *inter = e->inter;
+            bert__gemm_w_part(g, id, T, x, H, 1, &f1, 0, H, c0, c1, 0.0f,
+                              &inter, I);
+            for (size_t r = 0; r < T; r++)
+                bert__bias_act_forward(inter + r * I + c0, w->f1_b + c0, 1,
+                                       c1 - c0, c->act);
+            bert__gemm_w_part(g, id, T, inter, I, 1, &f2, c0, c1, 0, H, 0.0f,
+                              &pb, H);
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+            tp_reduce_norm(e, x, PB, nt, T, w->f2_b, w->ln2_w, w->ln2_b);
+        }
+    }
+}
+
 /* The last layer when only the [CLS] rows are read: keys and values for
  * all T rows (every query attends to them), everything else for the B
  * [CLS] rows, gathered into row b of the buffers (B <= T rows fit) and
@@ -455,8 +618,10 @@ static void encode_block(const bert__enc *e, const bert_input *in,
     } else {
         embeddings_forward(e, x, in, batch, kp);
     }
-    if (!kp && nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
-        attention_threads(e, batch) == nt) {
+    if (!kp && tp_usable(e, T, full)) {
+        layers_tp(e, in, batch, T, full);
+    } else if (!kp && nt > 1 && T >= (size_t)nt * ROWSPLIT_MIN_ROWS &&
+               attention_threads(e, batch) == nt) {
         /* rows split among the threads for all the layers: the next
          * layer's Q/K/V of a thread's rows need only those rows */
 #ifdef _OPENMP
@@ -522,6 +687,6 @@ void bert__encoder_forward(bert_session *s, const bert_input *in,
     bert__enc e = {&m->cfg,  &m->w,   m->mats.layers, s->gemm,
                    s->n_threads, s->x, s->q,  s->k,
                    s->v,     s->ctx,  s->tmp,         s->inter,
-                   s->scores, s->cap_seq};
+                   s->scores, s->cap_seq, s->tp, s->tp_cap};
     bert__encode(&e, in, batch, T, cls_only, NULL);
 }

@@ -393,6 +393,7 @@ typedef struct target {
     const float *bp;
     size_t ncol;
     float *C;
+    size_t off; /* C's first column is column off of bp's first panel */
 } target;
 
 /* One KC slice: C (m, ncol) op= alpha * A (m,kc) Bp for each target, with
@@ -408,31 +409,39 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
     for (size_t ic = 0; ic < m; ic += MC) {
         size_t mc = m - ic < MC ? m - ic : MC;
         pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
-        for (size_t w = 0; w < nt; w++)
-        for (size_t j0 = 0; j0 < tg[w].ncol; j0 += NR) {
-            const float *b = tg[w].bp + (j0 / BERT_PANEL) * ld_panel +
-                             j0 % BERT_PANEL;
-            size_t nr = tg[w].ncol - j0 < NR ? tg[w].ncol - j0 : NR;
-            for (size_t ir = 0; ir < mc; ir += MR) {
-                size_t mr = mc - ir < MR ? mc - ir : MR;
-                const float *a = abuf + ir * kc;
-                float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
-                           (ptrdiff_t)j0 * csc;
-                if (mr == MR && nr == NR && csc == 1) {
-                    t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc);
-                    continue;
-                }
-                if (mr == MR && csc == 1 && nr <= t->edge_nr) {
-                    t->edge(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha, acc,
-                            nr);
-                    continue;
-                }
-                t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0);
-                for (size_t i = 0; i < mr; i++)
-                    for (size_t j = 0; j < nr; j++) {
-                        float *cij = c + (ptrdiff_t)i * rsc + (ptrdiff_t)j * csc;
-                        *cij = acc ? *cij + tile[i * NR + j] : tile[i * NR + j];
+        for (size_t w = 0; w < nt; w++) {
+            /* tiles of NR columns from the panel's start; the first one
+             * may begin before the wanted columns (skip of them) */
+            size_t off = tg[w].off, end = off + tg[w].ncol;
+            for (size_t jt = off / NR * NR; jt < end; jt += NR) {
+                const float *b = tg[w].bp + (jt / BERT_PANEL) * ld_panel +
+                                 jt % BERT_PANEL;
+                size_t nr = end - jt < NR ? end - jt : NR;
+                size_t skip = off > jt ? off - jt : 0;
+                for (size_t ir = 0; ir < mc; ir += MR) {
+                    size_t mr = mc - ir < MR ? mc - ir : MR;
+                    const float *a = abuf + ir * kc;
+                    float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
+                               (ptrdiff_t)(jt + skip - off) * csc;
+                    if (mr == MR && nr == NR && !skip && csc == 1) {
+                        t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
+                               acc);
+                        continue;
                     }
+                    if (mr == MR && csc == 1 && !skip && nr <= t->edge_nr) {
+                        t->edge(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
+                                acc, nr);
+                        continue;
+                    }
+                    t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0);
+                    for (size_t i = 0; i < mr; i++)
+                        for (size_t j = skip; j < nr; j++) {
+                            float *cij = c + (ptrdiff_t)i * rsc +
+                                         (ptrdiff_t)(j - skip) * csc;
+                            float v = tile[i * NR + j];
+                            *cij = acc ? *cij + v : v;
+                        }
+                }
             }
         }
     }
@@ -495,24 +504,27 @@ static void scale_c(float *C, ptrdiff_t rsc, ptrdiff_t csc, size_t m,
 static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
                      size_t j1, float *buf);
 
-/* The packed-weights part of run_part: rows [0,m) of X (already offset),
- * panels [p0,p1) of the joint column space. */
-static void run_packed(const job *jb, size_t i0, size_t m, size_t p0,
-                       size_t p1, float *buf)
+/* Rows [0,m) of X (already offset by row i0) times columns [c0[w],c1[w])
+ * of each W_w (c0 a multiple of BERT_PANEL) over the depth [k0,k1), into
+ * Y_w (row i0 on): the packed-weights part of run_part, and one thread's
+ * share of a tensor-parallel product (bert__gemm_w_part). */
+static void run_packed_cols(const job *jb, size_t i0, size_t m,
+                            const size_t *c0, const size_t *c1, size_t k0,
+                            size_t k1, float *buf)
 {
-    size_t nw = jb->nw, k = jb->k, c0[MAX_W], c1[MAX_W];
+    size_t nw = jb->nw, k = jb->k;
     const float *A = jb->A + (ptrdiff_t)i0 * jb->rsa;
     float *Y[MAX_W];
     for (size_t w = 0; w < nw; w++) {
-        w_range(jb, w, p0, p1, &c0[w], &c1[w]);
         Y[w] = jb->ys[w] + (ptrdiff_t)i0 * jb->rsc;
-        if (jb->beta != 1.0f && (jb->beta != 0.0f || k == 0))
+        if (jb->beta != 1.0f && (jb->beta != 0.0f || k1 == k0))
             scale_c(Y[w], jb->rsc, 1, m, c0[w], c1[w], jb->beta);
     }
-    if (k == 0)
+    if (k1 == k0)
         return;
     int acc0 = jb->beta != 0.0f;
     if (jb->ws[0]->prec != BERT_PRECISION_FP32) {
+        /* (whole depth only: bert__gemm_w_part takes FP32 panels) */
         if (bert__lp_part(jb->tier, A, (size_t)jb->rsa, nw, jb->ws, c0, c1,
                           acc0, Y, (size_t)jb->rsc, m, buf,
                           slot_floats() * sizeof(float)) == 0)
@@ -534,19 +546,38 @@ static void run_packed(const job *jb, size_t i0, size_t m, size_t p0,
         return;
     }
     target tg[MAX_W];
-    for (size_t pc = 0; pc < k; pc += KC) {
-        size_t kc = k - pc < KC ? k - pc : KC;
+    /* The KC blocks that [k0,k1) overlaps; within block pb (depth kb as
+     * packed) rows s0..s1 of every panel, which lie (s1 - s0) x 48 floats
+     * from row s0 on, the panels kb x 48 apart. */
+    for (size_t pb = k0 / KC * KC; pb < k1; pb += KC) {
+        size_t kb = k - pb < KC ? k - pb : KC;
+        size_t s0 = k0 > pb ? k0 - pb : 0;
+        size_t s1 = k1 < pb + kb ? k1 - pb : kb;
         for (size_t w = 0; w < nw; w++) {
             size_t np = (jb->ws[w]->n + BERT_PANEL - 1) / BERT_PANEL;
             tg[w].bp = (const float *)jb->ws[w]->panels +
-                       pc * np * BERT_PANEL + (c0[w] / BERT_PANEL) * kc * BERT_PANEL;
+                       pb * np * BERT_PANEL +
+                       (c0[w] / BERT_PANEL) * kb * BERT_PANEL +
+                       s0 * BERT_PANEL;
             tg[w].ncol = c1[w] - c0[w];
             tg[w].C = Y[w] + c0[w];
+            tg[w].off = c0[w] % BERT_PANEL;
         }
-        slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa, nw,
-              tg, kc * BERT_PANEL, jb->rsc, 1, jb->alpha, acc0 || pc > 0,
-              buf);
+        slice(jb->t, m, s1 - s0, A + (ptrdiff_t)(pb + s0) * jb->csa, jb->rsa,
+              jb->csa, nw, tg, kb * BERT_PANEL, jb->rsc, 1, jb->alpha,
+              acc0 || pb + s0 > k0, buf);
     }
+}
+
+/* The packed-weights part of run_part: rows [0,m) of X (already offset),
+ * panels [p0,p1) of the joint column space. */
+static void run_packed(const job *jb, size_t i0, size_t m, size_t p0,
+                       size_t p1, float *buf)
+{
+    size_t c0[MAX_W], c1[MAX_W];
+    for (size_t w = 0; w < jb->nw; w++)
+        w_range(jb, w, p0, p1, &c0[w], &c1[w]);
+    run_packed_cols(jb, i0, m, c0, c1, 0, jb->k, buf);
 }
 
 /* What one thread computes: rows [i0,i1) and columns [j0,j1), j0 a
@@ -577,7 +608,7 @@ static void run_part(const job *jb, size_t i0, size_t i1, size_t j0,
             pack_b(bbuf, kc * BERT_PANEL,
                    jb->B + (ptrdiff_t)pc * jb->rsb + (ptrdiff_t)jc * jb->csb,
                    jb->rsb, jb->csb, kc, nc, 1);
-            target tg = {bbuf, nc, C + (ptrdiff_t)jc * jb->csc};
+            target tg = {bbuf, nc, C + (ptrdiff_t)jc * jb->csc, 0};
             slice(jb->t, m, kc, A + (ptrdiff_t)pc * jb->csa, jb->rsa, jb->csa,
                   1, &tg, kc * BERT_PANEL, jb->rsc, jb->csc, jb->alpha,
                   acc0 || pc > 0, abuf);
@@ -761,4 +792,28 @@ void bert__gemm_w(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                   size_t ldy)
 {
     bert__gemm_wn(g, slot, m, X, ldx, 1, &W, beta, &Y, ldy);
+}
+
+int bert__gemm_w_part_ok(const bert_gemm_ctx *g, const bert_wmat *W)
+{
+    return panels_usable(g, W) && W->prec == BERT_PRECISION_FP32;
+}
+
+void bert__gemm_w_part(const bert_gemm_ctx *g, int slot, size_t m,
+                       const float *X, size_t ldx, size_t nw,
+                       const bert_wmat *const *W, size_t k0, size_t k1,
+                       size_t c0, size_t c1, float beta, float *const *Y,
+                       size_t ldy)
+{
+    if (m == 0 || nw == 0 || c1 <= c0)
+        return;
+    size_t lo[MAX_W], hi[MAX_W];
+    for (size_t w = 0; w < nw; w++) {
+        lo[w] = c0;
+        hi[w] = c1;
+    }
+    job jb = {&g->ti, g->tier, W[0]->k, 0, 1.0f, beta, X, (ptrdiff_t)ldx, 1,
+              NULL, 0, 0, NULL, (ptrdiff_t)ldy, 1, nw, W, Y};
+    run_packed_cols(&jb, 0, m, lo, hi, k0, k1,
+                    g->bufs + (size_t)slot * slot_floats());
 }

@@ -108,6 +108,21 @@ void bert__gemm_wn(const bert_gemm_ctx *g, int slot, size_t m, const float *X,
                    size_t ldx, size_t nw, const bert_wmat *const *W,
                    float beta, float *const *Y, size_t ldy);
 
+/* One thread's share of a tensor-parallel product (encoder.c): for each of
+ * the nw (at most 4) matrices, Y[w][:, c0:c1] := X[:, k0:k1] W[w][c0:c1,
+ * k0:k1]^T + beta Y[w][:, c0:c1] on rows [0,m), X and Y given at their
+ * column 0.  Every W[w] must pass bert__gemm_w_part_ok and have the same k;
+ * c0 <= c1 <= n, k0 <= k1 <= k, beta 0 or 1.  A c0 inside a 48-column panel
+ * costs that panel's whole tile (through a scratch tile).
+ * Products over disjoint depths sum to the whole one, up to rounding.
+ * slot: the calling thread's buffers, as in bert__sgemm1. */
+int bert__gemm_w_part_ok(const bert_gemm_ctx *g, const bert_wmat *W);
+void bert__gemm_w_part(const bert_gemm_ctx *g, int slot, size_t m,
+                       const float *X, size_t ldx, size_t nw,
+                       const bert_wmat *const *W, size_t k0, size_t k1,
+                       size_t c0, size_t c1, float beta, float *const *Y,
+                       size_t ldy);
+
 /* Packs W->w into W->panels (allocated here) in W->prec's layout on
  * n_threads threads (INT8: symmetric per output channel, scale max|w|/127;
  * BF16: rounded to nearest even).  BERT_OK or BERT_ENOMEM. */

@@ -138,6 +138,8 @@ struct bert_session {
     float *tmp;    /* (T,H) projection output */
     float *inter;  /* (T,I) feed-forward intermediate */
     float *scores; /* (cap_seq, cap_seq) one head's attention matrix */
+    float *tp;     /* the tensor-parallel layers' scratch (encoder.c) */
+    size_t tp_cap; /* its floats, for n_threads threads */
     /* Pipeline scratch (grown on demand, reused across calls). */
     bert_encoding *enc;
     struct bert__windows *win;    /* a long text's windows (windows.h) */
@@ -215,6 +217,8 @@ typedef struct bert__enc {
     int n_threads;
     float *x, *q, *k, *v, *ctx, *tmp, *inter, *scores;
     size_t cap_seq;
+    float *tp;      /* the tensor-parallel layers' scratch (NULL: none) */
+    size_t tp_cap;  /* its floats */
 } bert__enc;
 
 /* One layer's activations kept for the backward pass, on the packed rows. */
@@ -258,6 +262,10 @@ typedef struct bert__keep {
  * caller. */
 void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
                   size_t T, int cls_only, const bert__keep *kp);
+
+/* Floats of scratch the encoder's tensor-parallel layers need for T rows on
+ * nt threads (0 when they are not used at nt: the arena adds this). */
+size_t bert__encode_tp_floats(const bert_config *c, int nt, size_t T);
 
 /* Encoder: embeddings + L layers on the packed batch; result in s->x (T,H).
  * With cls_only, only the first row of each sequence is final (the other

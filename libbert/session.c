@@ -26,9 +26,17 @@ static size_t al16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
+/* Floats of the tensor-parallel scratch for a cap of T tokens: for the
+ * encoder's largest tensor-parallel run (encoder.c, TP_MAX_ROWS). */
+static size_t tp_floats(const bert_session *s, size_t T)
+{
+    return bert__encode_tp_floats(&s->m->cfg.pub, s->n_threads, T);
+}
+
 int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
 {
-    if (T <= s->cap_tokens && maxn <= s->cap_seq && s->arena)
+    if (T <= s->cap_tokens && maxn <= s->cap_seq && s->arena &&
+        tp_floats(s, s->cap_tokens) <= s->tp_cap)
         return BERT_OK;
     if (T < s->cap_tokens)
         T = s->cap_tokens;
@@ -36,7 +44,7 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
         maxn = s->cap_seq;
     const bert_config *c = &s->m->cfg.pub;
     size_t H = c->hidden, I = c->intermediate;
-    size_t th, ti, ss, total;
+    size_t th, ti, ss, tp = tp_floats(s, T), total;
     /* Sizes are bounded by the config limits and max_len, but check anyway:
      * T comes from the caller. */
     if (bert__mul_size(T, H, &th) || bert__mul_size(T, I, &ti) ||
@@ -44,11 +52,11 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
         ti > ((size_t)-1) / 64 || ss > ((size_t)-1) / 64)
         return BERT_ENOMEM;
     /* the buffers, in arena order, and their sizes in floats */
-    float **buf[] = {&s->x,   &s->q,   &s->k,     &s->v,
-                     &s->ctx, &s->tmp, &s->inter, &s->scores};
-    size_t len[] = {th, th, th, th, th, th, ti, ss};
+    float **buf[] = {&s->x,   &s->q,   &s->k,     &s->v,     &s->ctx,
+                     &s->tmp, &s->inter, &s->scores, &s->tp};
+    size_t len[] = {th, th, th, th, th, th, ti, ss, tp};
     total = 0;
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = 0; i < 9; i++)
         total += al16(len[i]);
     if (total > ((size_t)-1) / sizeof(float))
         return BERT_ENOMEM;
@@ -59,7 +67,8 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
     s->arena = a;
     s->cap_tokens = T;
     s->cap_seq = maxn;
-    for (size_t i = 0; i < 8; i++) {
+    s->tp_cap = tp;
+    for (size_t i = 0; i < 9; i++) {
         *buf[i] = a;
         a += al16(len[i]);
     }
@@ -143,10 +152,18 @@ int bert_session_set_threads(bert_session *s, int n_threads,
         return bert__err(err, BERT_EINVAL,
                          "bert_session_set_threads: %s", !s ? "session is "
                          "NULL" : "n_threads out of range 1..1024");
+    int old = s->n_threads;
     if (bert__gemm_ctx_set_threads(s->gemm, n_threads) != 0)
         return bert__err(err, BERT_ENOMEM,
                          "out of memory for %d threads", n_threads);
     s->n_threads = n_threads;
+    /* the tensor-parallel scratch depends on the thread count */
+    if (bert__session_reserve(s, s->cap_tokens, s->cap_seq) != BERT_OK) {
+        s->n_threads = old;
+        bert__gemm_ctx_set_threads(s->gemm, old);
+        return bert__err(err, BERT_ENOMEM,
+                         "out of memory for %d threads", n_threads);
+    }
     return BERT_OK;
 }
 

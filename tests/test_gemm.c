@@ -488,6 +488,86 @@ static void test_joint_weights(void)
         }
 }
 
+/* bert__gemm_w_part (the encoder's tensor-parallel products): columns
+ * [c0,c1) of X[:, k0:k1] W[:, k0:k1]^T, depth ranges within and across
+ * the 192-deep blocks of the packed layout, column ranges starting inside
+ * a panel; every other column of Y untouched, bit for bit. */
+static void test_part_products(void)
+{
+    static const size_t ms[] = {1, 8, 13, 130};
+    static const size_t kr[][2] = {{0, 385}, {0, 70},   {70, 250},
+                                   {192, 385}, {384, 385}, {200, 200}};
+    static const size_t cr[][2] = {{0, 100}, {17, 100}, {48, 96},
+                                   {60, 61}, {5, 40},   {30, 30}};
+    const size_t n = 100, k = 385;
+    for (size_t ti = 0; ti < N_TIERS; ti++) {
+        bert_gemm_ctx *g = ctx_or_skip(tiers[ti], 2);
+        if (!g)
+            continue;
+        float *Wt = rand_buf(n * k);
+        bert_wmat W[2] = {{Wt, NULL, n, k, BERT_PRECISION_FP32},
+                          {Wt, NULL, n, k, BERT_PRECISION_FP32}};
+        if (tiers[ti] != BERT_KERNELS_BLIS)
+            CU_ASSERT_EQUAL_FATAL(bert__wmat_pack(&W[0], 1), BERT_OK);
+        if (!bert__gemm_w_part_ok(g, &W[0])) {
+            /* BLIS: no panels of its own */
+            CU_ASSERT_EQUAL(tiers[ti], BERT_KERNELS_BLIS);
+            bert__wmat_free(&W[0]);
+            free(Wt);
+            bert__gemm_ctx_free(g);
+            continue;
+        }
+        W[1].panels = W[0].panels;
+        const bert_wmat *Wp[2] = {&W[0], &W[1]};
+        for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+            for (size_t a = 0; a < sizeof kr / sizeof *kr; a++)
+                for (size_t c = 0; c < sizeof cr / sizeof *cr; c++)
+                    for (int b = 0; b < 2; b++) {
+                        size_t m = ms[mi], k0 = kr[a][0], k1 = kr[a][1];
+                        size_t c0 = cr[c][0], c1 = cr[c][1];
+                        float beta = (float)b;
+                        float *X = rand_buf(m * k), *Y0 = rand_buf(m * n);
+                        float *Y[2] = {malloc(m * n * sizeof(float)),
+                                       malloc(m * n * sizeof(float))};
+                        for (int j = 0; j < 2; j++) {
+                            memcpy(Y[j], Y0, m * n * sizeof(float));
+                            for (size_t i = 0; i < m && !b; i++)
+                                for (size_t q = c0; q < c1; q++)
+                                    Y[j][i * n + q] = NAN;
+                        }
+                        /* slot 1: the second thread's buffers */
+                        bert__gemm_w_part(g, 1, m, X, k, 2, Wp, k0, k1, c0,
+                                          c1, beta, Y, n);
+                        for (int j = 0; j < 2; j++) {
+                            double d = check(m, c1 - c0, k1 - k0, 1.0f,
+                                             X + k0, (ptrdiff_t)k, 1,
+                                             Wt + c0 * k + k0, 1,
+                                             (ptrdiff_t)k, beta, Y0 + c0,
+                                             Y[j] + c0, (ptrdiff_t)n, 1);
+                            int kept = 1;
+                            for (size_t i = 0; i < m; i++)
+                                for (size_t q = 0; q < n; q++)
+                                    if ((q < c0 || q >= c1) &&
+                                        memcmp(&Y[j][i * n + q],
+                                               &Y0[i * n + q], sizeof(float)))
+                                        kept = 0;
+                            if (!(d <= 1e-5) || !kept)
+                                printf("\n  part %s m %zu k [%zu,%zu) cols "
+                                       "[%zu,%zu) beta %g matrix %d: %g%s",
+                                       bert__gemm_ctx_kernels(g), m, k0, k1,
+                                       c0, c1, beta, j, d,
+                                       kept ? "" : ", other columns written");
+                            CU_ASSERT(d <= 1e-5);
+                            CU_ASSERT(kept);
+                        }
+                        free(X), free(Y0), free(Y[0]), free(Y[1]);
+                    }
+        bert__wmat_free(&W[0]);
+        free(Wt);
+        bert__gemm_ctx_free(g);
+    }
+}
+
 /* Tier names, parsing and what AUTO resolves to. */
 static void test_tiers(void)
 {
@@ -525,6 +605,7 @@ int main(void)
     CU_add_test(su, "packed weights", test_packed_weights);
     CU_add_test(su, "int8 and bf16 weights", test_lowp_weights);
     CU_add_test(su, "Q, K, V as one product", test_joint_weights);
+    CU_add_test(su, "tensor-parallel parts of a product", test_part_products);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();

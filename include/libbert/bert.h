@@ -253,7 +253,11 @@ typedef struct bert_session_params {
                                Keep it at most the cores available: BLIS's and
                                OpenMP's threads spin while they wait, and more
                                threads than cores runs 100x slower or worse
-                               (the tools lower --threads to the CPU count) */
+                               (the tools lower --threads to the CPU count).
+                               Results do not depend on it, except in the
+                               last float bits for runs of up to 256 tokens
+                               on 2-4 threads of models from 512 hidden
+                               (docs/performance.md, Threads) */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
     bert_kernels kernels;   /* default AUTO (bert_kernels); a tier this CPU

@@ -769,7 +769,8 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         maxn = bt->lengths[b] > maxn ? bt->lengths[b] : maxn;
     bert__enc enc = {&t->cfg, &t->ew, t->lm, t->gemm, nth,
                      NULL,    NULL,   NULL,  NULL,    NULL,
-                     a.tmp,   NULL,   NULL,  maxn};
+                     a.tmp,   NULL,   NULL,  maxn,    NULL,
+                     0};
     float *x0e = pt[P_EPW] ? a.x0e : a.x0;
     bert__keep kp = {a.emb, a.emean, a.erstd, x0e, a.x0, pos, t->kl,
                      ph,    pa,      pao,     seed, mi};
