@@ -404,7 +404,7 @@ static void layer_rows(const bert__enc *e, const bert_input *in, size_t batch,
 }
 
 /* ---- tensor-parallel layers ------------------------------------------------
- * A few rows on a few threads (one sentence on two cores): splitting the
+ * A few rows on two threads (one sentence on two cores): splitting the
  * rows gives each thread too few of them to amortise streaming every
  * weight matrix (BERT-base 1 x 128 on 2 threads, row split: the kernels
  * ran at about 68% of the FMA peak against 85-89% on one thread), and
@@ -423,12 +423,15 @@ static void layer_rows(const bert__enc *e, const bert_input *in, size_t batch,
  * Two barriers a layer, as the row split has, and each thread streams
  * 1/nt of the weights.  The partials' sum rounds differently from one
  * product over the whole depth, so results move in the last bits with the
- * thread count (the parity tests run 1 and 2 threads).  Inference and
- * FP32 panels only.  Where a thread's heads begin inside a 48-column panel
+ * thread count (the parity tests run 1 and 2 threads).  Two threads
+ * only: each thread sums every partial and normalises every row, work that
+ * grows with the thread count (BERT-base 1 x 128 on the 16-core Xeon device
+ * machine: 10-14% faster than the row split on 2 threads, 21% slower on
+ * 4).  Inference and FP32 panels only.  Where a thread's heads begin inside a 48-column panel
  * (not BERT-base's or MiniLM's on 2 or 4 threads), it computes that panel's
  * whole tile and keeps its own columns. */
 #define TP_MAX_ROWS 256
-#define TP_MAX_THREADS 4
+#define TP_MAX_THREADS 2
 #define TP_MIN_HIDDEN 512
 
 /* Heads [*h0, *h1) of thread id of nt. */

@@ -1,7 +1,7 @@
 /* test_threads.c - the encoder's ways of sharing a run among threads
  * against one thread, on random BERT models (bench/random_model.c):
  *  - tensor-parallel layers (each thread owns heads and feed-forward
- *    columns; from 512 hidden, up to 256 rows, 2 to 4 threads);
+ *    columns; from 512 hidden, up to 256 rows, 2 threads);
  *  - the row split (64 rows a thread and more);
  *  - products split by columns (fewer rows, or hidden below 512).
  * Hidden states, pooler output and logits must agree with one thread's to
@@ -167,8 +167,8 @@ static void check_model(const char *dir, const char *what, int exact)
                 CU_ASSERT(dl <= TOL);
                 /* The row and column splits compute every row as one
                  * thread does, bit for bit: all runs of the narrow model,
-                 * and more rows than the tensor-parallel layers take. */
-                if (exact || T > 256)
+                 * and where the tensor-parallel layers do not run. */
+                if (exact || T > 256 || threads > 2)
                     CU_ASSERT(dh == 0 && dp == 0 && dl == 0);
                 free_out(&par);
             }

@@ -256,7 +256,7 @@ typedef struct bert_session_params {
                                (the tools lower --threads to the CPU count).
                                Results do not depend on it, except in the
                                last float bits for runs of up to 256 tokens
-                               on 2-4 threads of models from 512 hidden
+                               on 2 threads of models from 512 hidden
                                (docs/performance.md, Threads) */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
