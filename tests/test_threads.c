@@ -128,9 +128,9 @@ static void check_model(const char *dir, const char *what, int exact)
         {200, 200},   /* 400 rows: the row split on 2 threads */
     };
     static const size_t nb[] = {1, 3, 1, 2};
-    static const bert_kernels tiers[] = {BERT_KERNELS_AVX512,
+    static const bert_kernels tiers[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
                                          BERT_KERNELS_AVX2};
-    static const char *names[] = {"avx512", "avx2"};
+    static const char *names[] = {"amx", "avx512", "avx2"};
     bert_model *m = NULL;
     bert_error err;
     bert_model_params mp = bert_model_default_params();
@@ -140,7 +140,7 @@ static void check_model(const char *dir, const char *what, int exact)
         printf("\n  %s: %s", dir, err.text);
     CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
     size_t H = bert_model_config(m)->hidden;
-    for (size_t ti = 0; ti < 2; ti++) {
+    for (size_t ti = 0; ti < sizeof tiers / sizeof *tiers; ti++) {
         if (!bert_kernels_supported(tiers[ti])) {
             printf("\n  %s: tier %s not supported on this CPU: skipped",
                    what, names[ti]);
