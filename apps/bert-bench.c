@@ -187,16 +187,20 @@ __attribute__((target("avx2,fma"))) static float fma256(long iters)
     FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, "x")
 }
 
-/* Best of 3 runs of `chains` (iters steps of 12 instructions, each
+/* Best of 10 runs of `chains` (iters steps of 12 instructions, each
  * `flops` G(FL)OP/s-counted operations) on `threads` threads, in
- * G(FL)OP/s.  The instruction loops' results are summed into a sink so
- * that none is optimised away. */
+ * G(FL)OP/s.  A peak is the best rate the machine gives, and on a VM
+ * whose host's other tenants slow it for stretches of a second or more
+ * the best of 3 bursts of 35 ms was at times a third below it (152
+ * against 225 GFLOP/s on the Zen 5 VM; BENCHMARKS.md): 10 bursts.  The
+ * instruction loops' results are summed into a sink so that none is
+ * optimised away. */
 static double best_rate(int threads, float (*chains)(long), long iters,
                         double flops)
 {
     double best = 0;
     volatile float sink = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 10; rep++) {
         double t0 = app_now();
         float s = 0;
 #ifdef _OPENMP
