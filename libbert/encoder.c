@@ -272,7 +272,8 @@ static void attention_forward(const bert__enc *e, const att_io *a,
 /* Rows per thread from which the layers split rows among the threads (two
  * barriers a layer), where the tensor-parallel layers (below) do not run;
  * below it each product splits the packed weights' columns among the
- * threads (gemm.c), so that a short sequence still gets every thread.  Not lower, although the column split reads each weight
+ * threads (gemm.c), so that a short sequence still gets every thread.
+ * Not lower, although the column split reads each weight
  * once where the row split reads it once per thread: the column split
  * meets at a barrier after every product, and when other processes keep a
  * core busy a thread descheduled at a barrier stalls the rest (BERT-base
@@ -427,9 +428,11 @@ static void layer_rows(const bert__enc *e, const bert_input *in, size_t batch,
  * only: each thread sums every partial and normalises every row, work that
  * grows with the thread count (BERT-base 1 x 128 on the 16-core Xeon device
  * machine: 10-14% faster than the row split on 2 threads, 21% slower on
- * 4).  Inference and FP32 panels only.  Where a thread's heads begin inside a 48-column panel
- * (not BERT-base's or MiniLM's on 2 or 4 threads), it computes that panel's
- * whole tile and keeps its own columns. */
+ * 4).  Inference and FP32 panels only.  Where a thread's heads begin
+ * inside a 48-column panel (not BERT-base's: 6 heads of 64 are 8 panels),
+ * it computes that panel's whole tile and keeps its own columns.  The
+ * shares follow the threads OpenMP gives the region, which may be fewer
+ * than asked (nested in a caller's region: one). */
 #define TP_MAX_ROWS 256
 #define TP_MAX_THREADS 2
 #define TP_MIN_HIDDEN 512
@@ -518,10 +521,10 @@ static void layers_tp(const bert__enc *e, const bert_input *in, size_t batch,
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        int id = THREAD_ID();
+        int id = THREAD_ID(), n_th = THREAD_COUNT(); /* n_th <= nt */
         size_t h0, h1, c0, c1;
-        tp_heads(NH, id, nt, &h0, &h1);
-        tp_cols(I, id, nt, &c0, &c1);
+        tp_heads(NH, id, n_th, &h0, &h1);
+        tp_cols(I, id, n_th, &c0, &c1);
         size_t a0 = h0 * hs, a1 = h1 * hs; /* its heads' columns */
         float *x = id ? X + (size_t)(id - 1) * T * H : e->x;
         float *pa = PA + (size_t)id * T * H, *pb = PB + (size_t)id * T * H;
@@ -552,7 +555,7 @@ static void layers_tp(const bert__enc *e, const bert_input *in, size_t batch,
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
-            tp_reduce_norm(e, x, PA, nt, T, w->o_b, w->ln1_w, w->ln1_b);
+            tp_reduce_norm(e, x, PA, n_th, T, w->o_b, w->ln1_w, w->ln1_b);
             float *inter = e->inter;
             bert__gemm_w_part(g, id, T, x, H, 1, &f1, 0, H, c0, c1, 0.0f,
                               &inter, I);
@@ -564,7 +567,7 @@ static void layers_tp(const bert__enc *e, const bert_input *in, size_t batch,
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
-            tp_reduce_norm(e, x, PB, nt, T, w->f2_b, w->ln2_w, w->ln2_b);
+            tp_reduce_norm(e, x, PB, n_th, T, w->f2_b, w->ln2_w, w->ln2_b);
         }
     }
 }

@@ -677,13 +677,20 @@ static void run(const bert_gemm_ctx *g, int slot, size_t m, size_t n,
 #endif
     {
 #ifdef _OPENMP
-        int id = omp_get_thread_num();
+        int id = omp_get_thread_num(), got = omp_get_num_threads();
 #else
-        int id = 0;
+        int id = 0, got = 1;
 #endif
-        size_t r0, r1, c0, c1;
-        part_range(mp, tm, id / tn, &r0, &r1);
-        part_range(np, tn, id % tn, &c0, &c1);
+        /* OpenMP may give fewer threads than asked (a region nested in the
+         * caller's gets one): split among those, or parts go missing */
+        int rm = tm, rn = tn;
+        if (got != nt)
+            split(m, n, jb->t->mr, got, &rm, &rn);
+        size_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+        if (id < rm * rn) {
+            part_range(mp, rm, id / rn, &r0, &r1);
+            part_range(np, rn, id % rn, &c0, &c1);
+        }
         size_t i0 = r0 * jb->t->mr, i1 = r1 * jb->t->mr;
         size_t j0 = c0 * BERT_PANEL, j1 = c1 * BERT_PANEL;
         run_part(jb, i0, i1 < m ? i1 : m, j0, j1 < n ? j1 : n,

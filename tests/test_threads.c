@@ -178,6 +178,50 @@ static void check_model(const char *dir, const char *what, int exact)
     bert_model_free(m);
 }
 
+/* A 2-thread session run from inside the caller's own parallel region:
+ * OpenMP gives the nested regions one thread, and every split (the
+ * tensor-parallel layers, the row split, the products' column split, the
+ * pooler's and classifier's) must then do all the work on it: one
+ * thread's bits. */
+static void test_nested(void)
+{
+#ifdef _OPENMP
+    static const size_t lens[2] = {130, 40};
+    const char *dirs[2] = {dir_wide, dir_narrow};
+    for (int d = 0; d < 2; d++)
+        for (int c = 0; c < 2; c++) {
+            bert_model *m = NULL;
+            bert_error err;
+            bert_model_params mp = bert_model_default_params();
+            mp.load_tokenizer = 0;
+            CU_ASSERT_EQUAL_FATAL(bert_model_load(dirs[d], &mp, &m, &err),
+                                  BERT_OK);
+            size_t H = bert_model_config(m)->hidden;
+            run_out one, nested = {NULL, NULL, NULL};
+            CU_ASSERT_EQUAL_FATAL(
+                run(m, BERT_KERNELS_AUTO, 1, &lens[c], 1, &one), 0);
+            int rc = -1;
+#pragma omp parallel num_threads(2)
+            {
+#pragma omp master
+                rc = run(m, BERT_KERNELS_AUTO, 2, &lens[c], 1, &nested);
+            }
+            CU_ASSERT_EQUAL_FATAL(rc, 0);
+            double dh = maxdiff(one.hidden, nested.hidden, lens[c] * H);
+            double dp = maxdiff(one.pooler, nested.pooler, H);
+            double dl = maxdiff(one.logits, nested.logits, 3);
+            printf("\n  nested 2-thread session, hidden %zu, %zu rows: hidden "
+                   "%.3g pooler %.3g logits %.3g", H, lens[c], dh, dp, dl);
+            CU_ASSERT(dh == 0 && dp == 0 && dl == 0);
+            free_out(&one);
+            free_out(&nested);
+            bert_model_free(m);
+        }
+#else
+    printf("\n  built without OpenMP: nothing to nest");
+#endif
+}
+
 static void test_wide(void)
 {
     check_model(dir_wide, "hidden 512", 0);
@@ -193,6 +237,7 @@ int main(int argc, char **argv)
     static const tu_test tests[] = {
         {"hidden 512 (tensor-parallel layers)", test_wide},
         {"hidden 256 (row and column splits)", test_narrow},
+        {"a session nested in the caller's parallel region", test_nested},
     };
     return tu_run_suite("threads", setup, teardown, tests,
                         sizeof tests / sizeof *tests, argc, argv);
