@@ -257,7 +257,9 @@ typedef struct bert_session_params {
                                Results do not depend on it, except in the
                                last float bits for runs of up to 256 tokens
                                on 2 threads of models from 512 hidden
-                               (docs/performance.md, Threads) */
+                               (docs/performance.md, Threads).  Called from
+                               inside an OpenMP parallel region, a session
+                               gets one thread (no nested parallelism) */
     size_t max_tokens;      /* arena hint: tokens per run (default 4096);
                                the arena grows if a run needs more */
     bert_kernels kernels;   /* default AUTO (bert_kernels); a tier this CPU
