@@ -152,18 +152,12 @@ int bert_session_set_threads(bert_session *s, int n_threads,
         return bert__err(err, BERT_EINVAL,
                          "bert_session_set_threads: %s", !s ? "session is "
                          "NULL" : "n_threads out of range 1..1024");
-    int old = s->n_threads;
     if (bert__gemm_ctx_set_threads(s->gemm, n_threads) != 0)
         return bert__err(err, BERT_ENOMEM,
                          "out of memory for %d threads", n_threads);
+    /* the tensor-parallel scratch depends on the thread count: the next
+     * run's bert__session_reserve grows the arena for it */
     s->n_threads = n_threads;
-    /* the tensor-parallel scratch depends on the thread count */
-    if (bert__session_reserve(s, s->cap_tokens, s->cap_seq) != BERT_OK) {
-        s->n_threads = old;
-        bert__gemm_ctx_set_threads(s->gemm, old);
-        return bert__err(err, BERT_ENOMEM,
-                         "out of memory for %d threads", n_threads);
-    }
     return BERT_OK;
 }
 

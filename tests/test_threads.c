@@ -71,17 +71,23 @@ typedef struct run_out {
 } run_out;
 
 /* Runs `batch` sequences of the given lengths (deterministic ids) on a
- * session of `threads` threads and tier k into o (allocated here). */
-static int run(const bert_model *m, bert_kernels k, int threads,
-               const size_t *len, size_t batch, run_out *o)
+ * session of tier k created with `created` threads and then set to
+ * `threads`, into o (allocated here). */
+static int run_set(const bert_model *m, bert_kernels k, int created,
+                   int threads, const size_t *len, size_t batch, run_out *o)
 {
     bert_session_params sp = bert_session_default_params();
-    sp.n_threads = threads;
+    sp.n_threads = created;
     sp.kernels = k;
     bert_session *s = NULL;
     bert_error err;
     if (bert_session_create(m, &sp, &s, &err) != BERT_OK)
         return -1;
+    if (threads != created &&
+        bert_session_set_threads(s, threads, &err) != BERT_OK) {
+        bert_session_free(s);
+        return -1;
+    }
     size_t T = 0, H = bert_model_config(m)->hidden;
     bert_input in[8];
     int32_t *ids[8];
@@ -101,6 +107,12 @@ static int run(const bert_model *m, bert_kernels k, int threads,
         free(ids[b]);
     bert_session_free(s);
     return rc == BERT_OK ? 0 : -1;
+}
+
+static int run(const bert_model *m, bert_kernels k, int threads,
+               const size_t *len, size_t batch, run_out *o)
+{
+    return run_set(m, k, threads, threads, len, batch, o);
 }
 
 static double maxdiff(const float *a, const float *b, size_t n)
@@ -222,6 +234,32 @@ static void test_nested(void)
 #endif
 }
 
+/* A session created with one thread and set to two runs as one created
+ * with two (its next run grows the arena by the tensor-parallel scratch),
+ * and back to one as one thread. */
+static void test_set_threads(void)
+{
+    static const size_t len[1] = {130};
+    bert_model *m = NULL;
+    bert_error err;
+    bert_model_params mp = bert_model_default_params();
+    mp.load_tokenizer = 0;
+    CU_ASSERT_EQUAL_FATAL(bert_model_load(dir_wide, &mp, &m, &err), BERT_OK);
+    size_t H = bert_model_config(m)->hidden;
+    run_out one, two, up, down;
+    CU_ASSERT_EQUAL_FATAL(run(m, BERT_KERNELS_AUTO, 1, len, 1, &one), 0);
+    CU_ASSERT_EQUAL_FATAL(run(m, BERT_KERNELS_AUTO, 2, len, 1, &two), 0);
+    CU_ASSERT_EQUAL_FATAL(run_set(m, BERT_KERNELS_AUTO, 1, 2, len, 1, &up), 0);
+    CU_ASSERT_EQUAL_FATAL(run_set(m, BERT_KERNELS_AUTO, 2, 1, len, 1, &down),
+                          0);
+    CU_ASSERT(maxdiff(two.hidden, up.hidden, 130 * H) == 0);
+    CU_ASSERT(maxdiff(two.logits, up.logits, 3) == 0);
+    CU_ASSERT(maxdiff(one.hidden, down.hidden, 130 * H) == 0);
+    CU_ASSERT(maxdiff(one.logits, down.logits, 3) == 0);
+    free_out(&one), free_out(&two), free_out(&up), free_out(&down);
+    bert_model_free(m);
+}
+
 static void test_wide(void)
 {
     check_model(dir_wide, "hidden 512", 0);
@@ -238,6 +276,7 @@ int main(int argc, char **argv)
         {"hidden 512 (tensor-parallel layers)", test_wide},
         {"hidden 256 (row and column splits)", test_narrow},
         {"a session nested in the caller's parallel region", test_nested},
+        {"bert_session_set_threads", test_set_threads},
     };
     return tu_run_suite("threads", setup, teardown, tests,
                         sizeof tests / sizeof *tests, argc, argv);
