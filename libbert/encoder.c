@@ -447,9 +447,9 @@ static void tp_heads(size_t NH, int id, int nt, size_t *h0, size_t *h1)
 static void tp_cols(size_t I, int id, int nt, size_t *c0, size_t *c1)
 {
     size_t p0, p1;
-    row_range((I + 47) / 48, id, nt, &p0, &p1);
-    *c0 = p0 * 48;
-    *c1 = p1 * 48 < I ? p1 * 48 : I;
+    row_range((I + BERT_PANEL - 1) / BERT_PANEL, id, nt, &p0, &p1);
+    *c0 = p0 * BERT_PANEL;
+    *c1 = p1 * BERT_PANEL < I ? p1 * BERT_PANEL : I;
 }
 
 size_t bert__encode_tp_floats(const bert_config *c, int nt, size_t T)

@@ -25,6 +25,10 @@
 
 typedef struct bert_gemm_ctx bert_gemm_ctx;
 
+/* Width of the packed weight panels (bert_wmat below), in floats: the
+ * column granularity of the products' thread splits. */
+#define BERT_PANEL 48
+
 /* A weight matrix W (n,k) in PyTorch's Linear layout, used as the B = W^T
  * operand of y = x W^T.  `panels`, when not NULL, holds W^T packed once for
  * libbert's kernels, 64-byte aligned, in the layout of W's precision:

@@ -28,8 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Width of the packed B panels (weights), in floats. */
-#define BERT_PANEL 48
+#include "libbert/gemm.h" /* BERT_PANEL, the packed B panels' width */
 
 typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
                             size_t ldb, float *c, size_t ldc, float alpha,
