@@ -131,6 +131,20 @@ static void free_out(run_out *o)
     free(o->hidden), free(o->pooler), free(o->logits);
 }
 
+/* The random model in dir (no vocabulary), or NULL with the error shown. */
+static bert_model *load(const char *dir)
+{
+    bert_model *m = NULL;
+    bert_error err;
+    bert_model_params mp = bert_model_default_params();
+    mp.load_tokenizer = 0;
+    if (bert_model_load(dir, &mp, &m, &err) != BERT_OK) {
+        printf("\n  %s: %s", dir, err.text);
+        return NULL;
+    }
+    return m;
+}
+
 static void check_model(const char *dir, const char *what, int exact)
 {
     static const size_t lens[][4] = {
@@ -143,14 +157,8 @@ static void check_model(const char *dir, const char *what, int exact)
     static const bert_kernels tiers[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
                                          BERT_KERNELS_AVX2};
     static const char *names[] = {"amx", "avx512", "avx2"};
-    bert_model *m = NULL;
-    bert_error err;
-    bert_model_params mp = bert_model_default_params();
-    mp.load_tokenizer = 0; /* random weights, no vocabulary */
-    int rc = bert_model_load(dir, &mp, &m, &err);
-    if (rc != BERT_OK)
-        printf("\n  %s: %s", dir, err.text);
-    CU_ASSERT_EQUAL_FATAL(rc, BERT_OK);
+    bert_model *m = load(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     size_t H = bert_model_config(m)->hidden;
     for (size_t ti = 0; ti < sizeof tiers / sizeof *tiers; ti++) {
         if (!bert_kernels_supported(tiers[ti])) {
@@ -200,15 +208,11 @@ static void test_nested(void)
 #ifdef _OPENMP
     static const size_t lens[2] = {130, 40};
     const char *dirs[2] = {dir_wide, dir_narrow};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2; d++) {
+        bert_model *m = load(dirs[d]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        size_t H = bert_model_config(m)->hidden;
         for (int c = 0; c < 2; c++) {
-            bert_model *m = NULL;
-            bert_error err;
-            bert_model_params mp = bert_model_default_params();
-            mp.load_tokenizer = 0;
-            CU_ASSERT_EQUAL_FATAL(bert_model_load(dirs[d], &mp, &m, &err),
-                                  BERT_OK);
-            size_t H = bert_model_config(m)->hidden;
             run_out one, nested = {NULL, NULL, NULL};
             CU_ASSERT_EQUAL_FATAL(
                 run(m, BERT_KERNELS_AUTO, 1, &lens[c], 1, &one), 0);
@@ -227,8 +231,9 @@ static void test_nested(void)
             CU_ASSERT(dh == 0 && dp == 0 && dl == 0);
             free_out(&one);
             free_out(&nested);
-            bert_model_free(m);
         }
+        bert_model_free(m);
+    }
 #else
     printf("\n  built without OpenMP: nothing to nest");
 #endif
@@ -240,11 +245,8 @@ static void test_nested(void)
 static void test_set_threads(void)
 {
     static const size_t len[1] = {130};
-    bert_model *m = NULL;
-    bert_error err;
-    bert_model_params mp = bert_model_default_params();
-    mp.load_tokenizer = 0;
-    CU_ASSERT_EQUAL_FATAL(bert_model_load(dir_wide, &mp, &m, &err), BERT_OK);
+    bert_model *m = load(dir_wide);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     size_t H = bert_model_config(m)->hidden;
     run_out one, two, up, down;
     CU_ASSERT_EQUAL_FATAL(run(m, BERT_KERNELS_AUTO, 1, len, 1, &one), 0);
