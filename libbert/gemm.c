@@ -408,6 +408,7 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
     float tile[MAX_MR * BERT_PANEL] __attribute__((aligned(64)));
     for (size_t ic = 0; ic < m; ic += MC) {
         size_t mc = m - ic < MC ? m - ic : MC;
+        size_t ntile = (mc + MR - 1) / MR;
         pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
         for (size_t w = 0; w < nt; w++) {
             /* tiles of NR columns from the panel's start; the first one
@@ -421,11 +422,12 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                 for (size_t ir = 0; ir < mc; ir += MR) {
                     size_t mr = mc - ir < MR ? mc - ir : MR;
                     const float *a = abuf + ir * kc;
+                    bert_pf pf = bert__pf_plan(ir / MR, ntile, kc);
                     float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
                                (ptrdiff_t)(jt + skip - off) * csc;
                     if (mr == MR && nr == NR && !skip && csc == 1) {
                         t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
-                               acc);
+                               acc, pf);
                         continue;
                     }
                     if (mr == MR && csc == 1 && !skip && nr <= t->edge_nr) {
@@ -433,7 +435,7 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                                 acc, nr);
                         continue;
                     }
-                    t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0);
+                    t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0, pf);
                     for (size_t i = 0; i < mr; i++)
                         for (size_t j = skip; j < nr; j++) {
                             float *cij = c + (ptrdiff_t)i * rsc +

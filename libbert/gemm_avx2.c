@@ -33,11 +33,15 @@
 
 __attribute__((target("avx2,fma")))
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
-                    float *c, size_t ldc, float alpha, int accumulate)
+                    float *c, size_t ldc, float alpha, int accumulate,
+                    bert_pf pf)
 {
     ROWS(DECL)
-    /* As in the AVX-512 kernel: the next micro-panel into L2 meanwhile
-     * (here the next 48-column panel, read after this one's other thirds). */
+    /* The next 48-column panel into L2 meanwhile, read after this one's
+     * other thirds.  pf is ignored: its plan is the AVX-512 kernel's, for
+     * whole panels, and was measured only there; this tier's tiles are
+     * thirds of them. */
+    (void)pf;
     const float *bn = b + k * ldb;
     if (accumulate)
         for (int i = 0; i < MR; i++)

@@ -37,16 +37,40 @@
     }
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
+/* The k loop of the kernels below, carrying out the plan pf
+ * (gemm_kernels.h) for the next B micro-panel BN, whose rows of 48 values
+ * (3 lines) are LD values apart; the remaining arguments are one step. */
+#define PF_ROW(bn, hint)                                                      \
+    _mm_prefetch((const char *)(bn), hint);                                   \
+    _mm_prefetch((const char *)((bn) + 16), hint);                            \
+    _mm_prefetch((const char *)((bn) + 32), hint);
+#define PF_KLOOP(K, BN, LD, PF, ...)                                          \
+    {                                                                         \
+        size_t p_ = 0, l1_ = (PF).l1 ? (K) : 0, l2_ = 0;                      \
+        if (!(PF).l1 && (PF).hi > (PF).lo) {                                  \
+            (BN) += (size_t)(PF).lo * (LD);                                   \
+            l2_ = (PF).hi - (PF).lo;                                          \
+        }                                                                     \
+        for (; p_ < l1_; p_++, (BN) += (LD)) {                                \
+            PF_ROW(BN, _MM_HINT_T0)                                           \
+            __VA_ARGS__                                                       \
+        }                                                                     \
+        for (; p_ < l2_ && p_ < (K); p_++, (BN) += (LD)) {                    \
+            PF_ROW(BN, _MM_HINT_T1)                                           \
+            __VA_ARGS__                                                       \
+        }                                                                     \
+        for (; p_ < (K); p_++) {                                              \
+            __VA_ARGS__                                                       \
+        }                                                                     \
+    }
+
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
-                      float *c, size_t ldc, float alpha, int accumulate)
+                      float *c, size_t ldc, float alpha, int accumulate,
+                      bert_pf pf)
 {
     ROWS(DECL)
-    /* The loops lay B's micro-panels out one after the other (k rows of
-     * ldb floats each): while this one is in use, bring the same row of the
-     * next into L2, so streaming the weights from memory overlaps the
-     * arithmetic instead of stalling the first pass over each panel. */
-    const float *bn = b + k * ldb;
+    const float *bn = b + k * ldb; /* the next micro-panel */
     /* C's tile is read at the end: start fetching it now. */
     if (accumulate)
         for (int i = 0; i < MR; i++) {
@@ -54,19 +78,15 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
             _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
             _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
         }
-    for (size_t p = 0; p < k; p++) {
+    PF_KLOOP(k, bn, ldb, pf, {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16),
                b2 = _mm512_loadu_ps(b + 32);
         /* The next rows of the A panel come from L2: ask for them early. */
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
-        _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
-        bn += ldb;
         ROWS(STEP)
         a += MR;
         b += ldb;
-    }
+    })
     const __m512 va = _mm512_set1_ps(alpha);
     ROWS(STORE)
 }
@@ -232,24 +252,19 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni,fma")))
 void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
                          float *c, size_t ldc, const float *rs,
                          const int32_t *rz, const float *cs,
-                         const int32_t *csum, int accumulate)
+                         const int32_t *csum, int accumulate, bert_pf pf)
 {
     ROWS(I8_DECL)
-    /* As in the float kernel: the next panel follows this one; bring its
-     * rows into L2 while this one is used. */
+    /* As in the float kernel: the next panel follows this one. */
     const uint32_t *bn = b + kg * BERT_PANEL;
-    for (size_t g = 0; g < kg; g++) {
+    PF_KLOOP(kg, bn, BERT_PANEL, pf, {
         __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16),
                 b2 = _mm512_loadu_si512(b + 32);
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
-        _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
-        bn += BERT_PANEL;
         ROWS(I8_STEP)
         a += MR;
         b += BERT_PANEL;
-    }
+    })
     int32_t t[MR * 48] __attribute__((aligned(64)));
     ROWS(I8_SAVE)
     bert__i8_out_avx512(t, c, ldc, rs, rz, cs, csum, accumulate);
@@ -265,23 +280,19 @@ void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,fma")))
 void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
-                           float *c, size_t ldc, int accumulate)
+                           float *c, size_t ldc, int accumulate, bert_pf pf)
 {
     ROWS(DECL)
     const uint32_t *bn = b + kg * BERT_PANEL;
-    for (size_t g = 0; g < kg; g++) {
+    PF_KLOOP(kg, bn, BERT_PANEL, pf, {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(b),
                  b1 = (__m512bh)_mm512_loadu_si512(b + 16),
                  b2 = (__m512bh)_mm512_loadu_si512(b + 32);
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
-        _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 32), _MM_HINT_T1);
-        bn += BERT_PANEL;
         ROWS(BF_STEP)
         a += MR;
         b += BERT_PANEL;
-    }
+    })
     const __m512 va = _mm512_set1_ps(1.0f);
     ROWS(STORE)
 }

@@ -30,16 +30,39 @@
 
 #include "libbert/gemm.h" /* BERT_PANEL, the packed B panels' width */
 
+/* What a kernel brings in, while it runs, of the B micro-panel laid out
+ * after its own (b + k*ldb: the next panel of a packed weight matrix):
+ * rows [lo, hi) into L2, one row a step from the first, or with l1 all of
+ * it into L1.  A kernel may ignore it: it only moves data earlier. */
+typedef struct bert_pf {
+    unsigned lo, hi, l1;
+} bert_pf;
+
+/* The plan for tile t of the n tiles (in order) that run over one B
+ * micro-panel of k rows.  The L2 rows are spread over the tiles: the whole
+ * next panel's misses in the first tile slowed it.  The last tile brings
+ * the whole next panel into L1, where the next panel's first tile would
+ * otherwise miss on every row.  (Against every tile fetching the whole next
+ * panel into L2, BERT-base and MiniLM on Zen 5: 2-5% less time for the
+ * encoder; BENCHMARKS.md, thirteenth session.) */
+static inline bert_pf bert__pf_plan(size_t t, size_t n, size_t k)
+{
+    if (n > 1 && t == n - 1)
+        return (bert_pf){0, 0, 1};
+    return (bert_pf){(unsigned)(t * k / n), (unsigned)((t + 1) * k / n), 0};
+}
+
 typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
                             size_t ldb, float *c, size_t ldc, float alpha,
-                            int accumulate);
+                            int accumulate, bert_pf pf);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define BERT_HAVE_X86_KERNELS 1
 /* 8 x 48: 24 zmm accumulators, three B vectors, one broadcast. */
 enum { BERT_AVX512_MR = 8, BERT_AVX512_NR = 48 };
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
-                      float *c, size_t ldc, float alpha, int accumulate);
+                      float *c, size_t ldc, float alpha, int accumulate,
+                      bert_pf pf);
 /* The same tile for the first nr (1..BERT_AVX512_EDGE_NR) columns only:
  * C is read and written in those columns alone (masked), B still read 48
  * wide (panels are zero-padded to it).  Wider edges need all three
@@ -55,7 +78,8 @@ void bert__transpose8(float *restrict dst, size_t ld, const float *src,
 /* 6 x 16: 12 ymm accumulators, two B vectors, one broadcast. */
 enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
-                    float *c, size_t ldc, float alpha, int accumulate);
+                    float *c, size_t ldc, float alpha, int accumulate,
+                    bert_pf pf);
 
 /* Reduced-precision micro-kernels over "dot panels" (gemm.h): k in kg
  * groups of 32 bits; A packed as a[g*MR + i] (group g of row i), B as
@@ -72,9 +96,9 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
 void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
                          float *c, size_t ldc, const float *rs,
                          const int32_t *rz, const float *cs,
-                         const int32_t *csum, int accumulate);
+                         const int32_t *csum, int accumulate, bert_pf pf);
 void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
-                           float *c, size_t ldc, int accumulate);
+                           float *c, size_t ldc, int accumulate, bert_pf pf);
 /* 6 x 16 with AVX-VNNI (VEX vpdpbusd on ymm); b, cs and csum point at a
  * 16-column third of a panel (ldb stays BERT_PANEL). */
 void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,

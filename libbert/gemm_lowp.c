@@ -286,7 +286,7 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
 static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
                 const uint32_t *a, const uint32_t *b, float *c, size_t ldc,
                 const float *rs, const int32_t *rz, const float *cs,
-                const int32_t *csum, int acc)
+                const int32_t *csum, int acc, bert_pf pf)
 {
 #if BERT_HAVE_X86_KERNELS
     if (t->amx) {
@@ -308,14 +308,14 @@ static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
         return;
     }
     if (prec == BERT_PRECISION_BF16)
-        bert__ukr_bf16_avx512(kg, a, b, c, ldc, acc);
+        bert__ukr_bf16_avx512(kg, a, b, c, ldc, acc, pf);
     else if (t->avx512)
-        bert__ukr_i8_avx512(kg, a, b, c, ldc, rs, rz, cs, csum, acc);
+        bert__ukr_i8_avx512(kg, a, b, c, ldc, rs, rz, cs, csum, acc, pf);
     else
         bert__ukr_i8_avx2(kg, a, b, c, ldc, rs, rz, cs, csum, acc);
 #else
     (void)t, (void)prec, (void)kg, (void)a, (void)b, (void)c, (void)ldc;
-    (void)rs, (void)rz, (void)cs, (void)csum, (void)acc;
+    (void)rs, (void)rz, (void)cs, (void)csum, (void)acc, (void)pf;
 #endif
 }
 
@@ -373,17 +373,19 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
                 const uint32_t *b = panels + jp * kg * BERT_PANEL + jn;
                 const float *cs = scale + jc;
                 const int32_t *csum = sum + jc;
+                size_t ntile = (mc + t.mr - 1) / t.mr;
                 for (size_t ir = 0; ir < mc; ir += t.mr) {
                     size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
                     const uint32_t *a = ap + ir * kg;
                     float *c = Y[w] + (ic + ir) * ldy + jc;
+                    bert_pf pf = bert__pf_plan(ir / t.mr, ntile, kg);
                     if (mr == t.mr && nr == t.nr) {
                         ukr(&t, prec, kg, a, b, c, ldy, rs + ir, rz + ir, cs,
-                            csum, acc);
+                            csum, acc, pf);
                         continue;
                     }
                     ukr(&t, prec, kg, a, b, tile, t.nr, rs + ir, rz + ir, cs,
-                        csum, 0);
+                        csum, 0, pf);
                     for (size_t i = 0; i < mr; i++)
                         for (size_t j = 0; j < nr; j++) {
                             float *cij = c + i * ldy + j;

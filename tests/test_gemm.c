@@ -23,6 +23,7 @@
 
 #include "libbert/cpu.h"
 #include "libbert/gemm.h"
+#include "libbert/gemm_kernels.h"
 
 static unsigned long long rng = 88172645463325252ull;
 static float frand(void)
@@ -569,6 +570,36 @@ static void test_part_products(void)
 }
 
 /* Tier names, parsing and what AUTO resolves to. */
+/* The kernels' prefetch plan (bert__pf_plan): for every tile count, the
+ * tiles before the last bring disjoint, consecutive row ranges of the next
+ * panel into L2, and the last brings all of it into L1; a lone tile brings
+ * all of it into L2.  So every row of the next panel is asked for once
+ * before that panel is used, none twice and none outside it. */
+static void test_prefetch_plan(void)
+{
+    const size_t ks[] = {1, 7, 64, 191, 192, 384, 768};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        for (size_t n = 1; n <= 40; n++) {
+            size_t k = ks[ki], next = 0, l1 = 0;
+            for (size_t t = 0; t < n; t++) {
+                bert_pf pf = bert__pf_plan(t, n, k);
+                if (pf.l1) {
+                    l1++;
+                    CU_ASSERT_EQUAL(t, n - 1);
+                    continue;
+                }
+                CU_ASSERT(pf.lo <= pf.hi && pf.hi <= k);
+                if (pf.hi > pf.lo) {
+                    CU_ASSERT_EQUAL(pf.lo, next);
+                    next = pf.hi;
+                }
+            }
+            if (n == 1)
+                CU_ASSERT_EQUAL(next, k);
+            CU_ASSERT_EQUAL(l1, n > 1 ? 1u : 0u);
+        }
+}
+
 static void test_tiers(void)
 {
     char buf[128];
@@ -606,6 +637,7 @@ int main(void)
     CU_add_test(su, "int8 and bf16 weights", test_lowp_weights);
     CU_add_test(su, "Q, K, V as one product", test_joint_weights);
     CU_add_test(su, "tensor-parallel parts of a product", test_part_products);
+    CU_add_test(su, "the kernels' prefetch plan", test_prefetch_plan);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
