@@ -408,7 +408,8 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
     float tile[MAX_MR * BERT_PANEL] __attribute__((aligned(64)));
     for (size_t ic = 0; ic < m; ic += MC) {
         size_t mc = m - ic < MC ? m - ic : MC;
-        size_t ntile = (mc + MR - 1) / MR;
+        bert_pf plan[MC]; /* one per MR-row tile */
+        bert__pf_plans(plan, (mc + MR - 1) / MR, kc);
         pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
         for (size_t w = 0; w < nt; w++) {
             /* tiles of NR columns from the panel's start; the first one
@@ -422,7 +423,7 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                 for (size_t ir = 0; ir < mc; ir += MR) {
                     size_t mr = mc - ir < MR ? mc - ir : MR;
                     const float *a = abuf + ir * kc;
-                    bert_pf pf = bert__pf_plan(ir / MR, ntile, kc);
+                    const bert_pf *pf = &plan[ir / MR];
                     float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
                                (ptrdiff_t)(jt + skip - off) * csc;
                     if (mr == MR && nr == NR && !skip && csc == 1) {

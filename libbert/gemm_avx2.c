@@ -34,7 +34,7 @@
 __attribute__((target("avx2,fma")))
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate,
-                    bert_pf pf)
+                    const bert_pf *pf)
 {
     ROWS(DECL)
     /* The next 48-column panel into L2 meanwhile, read after this one's

@@ -67,7 +67,7 @@
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate,
-                      bert_pf pf)
+                      const bert_pf *pf)
 {
     ROWS(DECL)
     const float *bn = b + k * ldb; /* the next micro-panel */
@@ -78,7 +78,7 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
             _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
             _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
         }
-    PF_KLOOP(k, bn, ldb, pf, {
+    PF_KLOOP(k, bn, ldb, *pf, {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16),
                b2 = _mm512_loadu_ps(b + 32);
         /* The next rows of the A panel come from L2: ask for them early. */
@@ -252,12 +252,13 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni,fma")))
 void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
                          float *c, size_t ldc, const float *rs,
                          const int32_t *rz, const float *cs,
-                         const int32_t *csum, int accumulate, bert_pf pf)
+                         const int32_t *csum, int accumulate,
+                         const bert_pf *pf)
 {
     ROWS(I8_DECL)
     /* As in the float kernel: the next panel follows this one. */
     const uint32_t *bn = b + kg * BERT_PANEL;
-    PF_KLOOP(kg, bn, BERT_PANEL, pf, {
+    PF_KLOOP(kg, bn, BERT_PANEL, *pf, {
         __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16),
                 b2 = _mm512_loadu_si512(b + 32);
         _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
@@ -280,11 +281,12 @@ void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,fma")))
 void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
-                           float *c, size_t ldc, int accumulate, bert_pf pf)
+                           float *c, size_t ldc, int accumulate,
+                           const bert_pf *pf)
 {
     ROWS(DECL)
     const uint32_t *bn = b + kg * BERT_PANEL;
-    PF_KLOOP(kg, bn, BERT_PANEL, pf, {
+    PF_KLOOP(kg, bn, BERT_PANEL, *pf, {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(b),
                  b1 = (__m512bh)_mm512_loadu_si512(b + 16),
                  b2 = (__m512bh)_mm512_loadu_si512(b + 32);

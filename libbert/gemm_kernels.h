@@ -52,9 +52,17 @@ static inline bert_pf bert__pf_plan(size_t t, size_t n, size_t k)
     return (bert_pf){(unsigned)(t * k / n), (unsigned)((t + 1) * k / n), 0};
 }
 
+/* The plans of tiles 0..n-1 into plan[0..n): made once per block of rows,
+ * not per kernel call, whose two divisions were measurable. */
+static inline void bert__pf_plans(bert_pf *plan, size_t n, size_t k)
+{
+    for (size_t t = 0; t < n; t++)
+        plan[t] = bert__pf_plan(t, n, k);
+}
+
 typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
                             size_t ldb, float *c, size_t ldc, float alpha,
-                            int accumulate, bert_pf pf);
+                            int accumulate, const bert_pf *pf);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define BERT_HAVE_X86_KERNELS 1
@@ -62,7 +70,7 @@ typedef void (*bert_ukr_fn)(size_t k, const float *a, const float *b,
 enum { BERT_AVX512_MR = 8, BERT_AVX512_NR = 48 };
 void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
                       float *c, size_t ldc, float alpha, int accumulate,
-                      bert_pf pf);
+                      const bert_pf *pf);
 /* The same tile for the first nr (1..BERT_AVX512_EDGE_NR) columns only:
  * C is read and written in those columns alone (masked), B still read 48
  * wide (panels are zero-padded to it).  Wider edges need all three
@@ -79,7 +87,7 @@ void bert__transpose8(float *restrict dst, size_t ld, const float *src,
 enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate,
-                    bert_pf pf);
+                    const bert_pf *pf);
 
 /* Reduced-precision micro-kernels over "dot panels" (gemm.h): k in kg
  * groups of 32 bits; A packed as a[g*MR + i] (group g of row i), B as
@@ -96,9 +104,11 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
 void bert__ukr_i8_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
                          float *c, size_t ldc, const float *rs,
                          const int32_t *rz, const float *cs,
-                         const int32_t *csum, int accumulate, bert_pf pf);
+                         const int32_t *csum, int accumulate,
+                         const bert_pf *pf);
 void bert__ukr_bf16_avx512(size_t kg, const uint32_t *a, const uint32_t *b,
-                           float *c, size_t ldc, int accumulate, bert_pf pf);
+                           float *c, size_t ldc, int accumulate,
+                           const bert_pf *pf);
 /* 6 x 16 with AVX-VNNI (VEX vpdpbusd on ymm); b, cs and csum point at a
  * 16-column third of a panel (ldb stays BERT_PANEL). */
 void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,

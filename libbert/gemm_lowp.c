@@ -286,7 +286,7 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
 static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
                 const uint32_t *a, const uint32_t *b, float *c, size_t ldc,
                 const float *rs, const int32_t *rz, const float *cs,
-                const int32_t *csum, int acc, bert_pf pf)
+                const int32_t *csum, int acc, const bert_pf *pf)
 {
 #if BERT_HAVE_X86_KERNELS
     if (t->amx) {
@@ -362,6 +362,8 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
         size_t mc = m - ic < mcl ? m - ic : mcl;
         /* The activations once for every matrix (Q, K and V share them). */
         pack_a(&t, prec, ap, rs, rz, X + ic * ldx, ldx, mc, k, kg, rows);
+        bert_pf plan[LP_MC]; /* one per tile of t.mr rows */
+        bert__pf_plans(plan, (mc + t.mr - 1) / t.mr, kg);
         for (size_t w = 0; w < nw; w++) {
             size_t np = (W[w]->n + BERT_PANEL - 1) / BERT_PANEL;
             const uint32_t *panels = W[w]->panels;
@@ -373,12 +375,11 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
                 const uint32_t *b = panels + jp * kg * BERT_PANEL + jn;
                 const float *cs = scale + jc;
                 const int32_t *csum = sum + jc;
-                size_t ntile = (mc + t.mr - 1) / t.mr;
                 for (size_t ir = 0; ir < mc; ir += t.mr) {
                     size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
                     const uint32_t *a = ap + ir * kg;
                     float *c = Y[w] + (ic + ir) * ldy + jc;
-                    bert_pf pf = bert__pf_plan(ir / t.mr, ntile, kg);
+                    const bert_pf *pf = &plan[ir / t.mr];
                     if (mr == t.mr && nr == t.nr) {
                         ukr(&t, prec, kg, a, b, c, ldy, rs + ir, rz + ir, cs,
                             csum, acc, pf);
