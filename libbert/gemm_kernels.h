@@ -43,7 +43,7 @@ typedef struct bert_pf {
  * next panel's misses in the first tile slowed it.  The last tile brings
  * the whole next panel into L1, where the next panel's first tile would
  * otherwise miss on every row.  (Against every tile fetching the whole next
- * panel into L2, BERT-base and MiniLM on Zen 5: 2-5% less time for the
+ * panel into L2, BERT-base and MiniLM on Zen 5: 2-6% less time for the
  * encoder; BENCHMARKS.md, thirteenth session.) */
 static inline bert_pf bert__pf_plan(size_t t, size_t n, size_t k)
 {
