@@ -569,7 +569,6 @@ static void test_part_products(void)
     }
 }
 
-/* Tier names, parsing and what AUTO resolves to. */
 /* The kernels' prefetch plan (bert__pf_plan): for every tile count, the
  * tiles before the last bring disjoint, consecutive row ranges of the next
  * panel into L2, and the last brings all of it into L1; a lone tile brings
@@ -600,6 +599,7 @@ static void test_prefetch_plan(void)
         }
 }
 
+/* Tier names, parsing and what AUTO resolves to. */
 static void test_tiers(void)
 {
     char buf[128];
