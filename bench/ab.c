@@ -48,6 +48,7 @@ typedef struct build {
     int (*run)(bert_session *, const bert_input *, size_t,
                const bert_outputs *, bert_error *);
     int (*kernels_from_name)(const char *);
+    int (*precision_from_name)(const char *);
     bert_model *m;
     bert_session *s;
 } build;
@@ -68,8 +69,10 @@ static int cmp_double(const void *a, const void *b)
 #define SYM(b, field, name)                                                   \
     (*(void **)&(b)->field = dlsym((b)->dl, name)) != NULL
 
+/* Opens b's library and loads the model with it: 0, -2 for an unknown tier
+ * or precision name, -1 when the library or the model cannot be loaded. */
 static int open_build(build *b, const char *dir, int threads,
-                      const char *kernels, int precision)
+                      const char *kernels, const char *precision)
 {
     b->dl = dlopen(b->path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!b->dl) {
@@ -83,19 +86,27 @@ static int open_build(build *b, const char *dir, int threads,
           SYM(b, session_params, "bert_session_default_params") &&
           SYM(b, session_create, "bert_session_create") &&
           SYM(b, run, "bert_session_run") &&
-          SYM(b, kernels_from_name, "bert_kernels_from_name"))) {
+          SYM(b, kernels_from_name, "bert_kernels_from_name") &&
+          SYM(b, precision_from_name, "bert_precision_from_name"))) {
         fprintf(stderr, "ab: %s: not a libbert with this API\n", b->path);
         return -1;
     }
     bert_model_params mp = b->model_params();
     mp.load_tokenizer = 0;
-    mp.precision = (bert_precision)precision;
     bert_error e;
+    if (precision) {
+        int p = b->precision_from_name(precision);
+        if (p < 0) {
+            fprintf(stderr, "ab: unknown --precision %s\n", precision);
+            return -2;
+        }
+        mp.precision = (bert_precision)p;
+    }
     if (kernels) {
         int k = b->kernels_from_name(kernels);
         if (k < 0) {
             fprintf(stderr, "ab: unknown --kernels %s\n", kernels);
-            return -1;
+            return -2;
         }
         mp.kernels = (bert_kernels)k;
     }
@@ -136,9 +147,8 @@ int main(int argc, char **argv)
         return 1;
     }
     build bs[2] = {{.path = argv[1]}, {.path = argv[2]}};
-    const char *dir = argv[3], *kernels = NULL;
+    const char *dir = argv[3], *kernels = NULL, *precision = NULL;
     long batch = 1, seq = 128, threads = 1, rounds = 20;
-    int precision = BERT_PRECISION_FP32;
     for (int i = 4; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *dst = !strcmp(o, "--batch")     ? &batch
@@ -151,25 +161,28 @@ int main(int argc, char **argv)
         } else if (v && !strcmp(o, "--kernels")) {
             kernels = v;
         } else if (v && !strcmp(o, "--precision")) {
-            precision = !strcmp(v, "fp32")   ? BERT_PRECISION_FP32
-                        : !strcmp(v, "bf16") ? BERT_PRECISION_BF16
-                        : !strcmp(v, "int8") ? BERT_PRECISION_INT8
-                                             : -1;
+            precision = v;
         } else {
             usage(stderr);
             return 1;
         }
         i++;
     }
-    if (batch < 1 || seq < 1 || threads < 1 || rounds < 1 || precision < 0 ||
-        batch > 4096 || rounds > 100000) {
+    if (batch < 1 || seq < 1 || threads < 1 || rounds < 1 || batch > 4096 ||
+        rounds > 100000) {
         usage(stderr);
         return 1;
     }
-    for (int v = 0; v < 2; v++)
-        if (open_build(&bs[v], dir, (int)threads, kernels, precision))
-            return 2;
+    for (int v = 0; v < 2; v++) {
+        int rc = open_build(&bs[v], dir, (int)threads, kernels, precision);
+        if (rc)
+            return rc == -2 ? 1 : 2; /* an unknown name is a usage error */
+    }
     const bert_config *cfg = bs[0].config(bs[0].m);
+    if (!cfg->num_labels) {
+        fprintf(stderr, "ab: MODEL_DIR needs a classification head\n");
+        return 1;
+    }
     if ((size_t)seq > bs[0].max_length(bs[0].m) || cfg->vocab_size < 200) {
         fprintf(stderr, "ab: --seq %ld longer than the model's %zu positions "
                         "(or a vocabulary under 200)\n",
@@ -180,8 +193,7 @@ int main(int argc, char **argv)
     size_t T = (size_t)batch * (size_t)seq;
     int32_t *ids = malloc(T * sizeof *ids);
     bert_input *in = calloc((size_t)batch, sizeof *in);
-    size_t C = cfg->num_labels ? cfg->num_labels : 1;
-    float *logits = malloc((size_t)batch * C * sizeof *logits);
+    float *logits = malloc((size_t)batch * cfg->num_labels * sizeof *logits);
     double *ratio = malloc((size_t)rounds * sizeof *ratio);
     if (!ids || !in || !logits || !ratio) {
         fprintf(stderr, "ab: out of memory\n");
@@ -193,11 +205,7 @@ int main(int argc, char **argv)
         in[b].ids = ids + b * seq;
         in[b].n = (size_t)seq;
     }
-    bert_outputs out = {.logits = cfg->num_labels ? logits : NULL};
-    if (!cfg->num_labels) {
-        fprintf(stderr, "ab: MODEL_DIR needs a classification head\n");
-        return 1;
-    }
+    bert_outputs out = {.logits = logits};
     for (int v = 0; v < 2; v++)
         for (int w = 0; w < 2; w++) { /* warm-up */
             bert_error e;
