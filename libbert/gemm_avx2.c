@@ -15,6 +15,15 @@
         c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                           \
         c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                           \
     }
+/* One step of the k loop: row p of the B third and column p of A. */
+#define KSTEP                                                                 \
+    {                                                                         \
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);          \
+        ROWS(STEP)                                                            \
+        a += MR;                                                              \
+        b += ldb;                                                             \
+        __asm__("" ::: "memory");                                             \
+    }
 #define STORE(i)                                                              \
     {                                                                         \
         float *ci = c + (i) * ldc;                                            \
@@ -37,25 +46,33 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     const bert_pf *pf)
 {
     ROWS(DECL)
-    /* The next 48-column panel into L2 meanwhile, read after this one's
-     * other thirds.  pf is ignored: its plan is the AVX-512 kernel's, for
-     * whole panels, and was measured only there; this tier's tiles are
-     * thirds of them. */
-    (void)pf;
-    const float *bn = b + k * ldb;
+    /* C's tile is read at the end: start fetching it now. */
     if (accumulate)
         for (int i = 0; i < MR; i++)
             _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-    for (size_t p = 0; p < k; p++) {
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+    /* This tile's share of the next panel's rows (pf->lo..hi) into L2:
+     * b + k*ldb is the same third of the next panel, so the tiles of a
+     * panel's three thirds together ask for each of its lines once.  (It
+     * was two lines of every row of the next panel from every tile: 2.4x
+     * the prefetches the loop's loads are issued beside.)  pf->l1 is the
+     * AVX-512 kernel's: a third's next tile reads the following third of
+     * this panel, already in L2. */
+    size_t p = 0, l2 = pf->hi > pf->lo ? pf->hi - pf->lo : 0;
+    const float *bn = b + (k + pf->lo) * ldb;
+    for (; p < l2 && p < k; p++, bn += ldb) {
         _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        _mm_prefetch((const char *)(bn + 16), _MM_HINT_T1);
-        bn += ldb;
-        ROWS(STEP)
-        a += MR;
-        b += ldb;
+        KSTEP
     }
+    /* Unrolled by 4: one step is 12 FMAs and 8 loads, and on Zen 3 the
+     * loop's own increments, compare and branch beside them kept the
+     * kernel at 60-70% of the FMA peak with its operands in L1; four steps
+     * a trip reach 90-95% (BENCHMARKS.md, fourteenth session).  A needs no
+     * software prefetch: its panels stream from L2 in order. */
+    for (; p + 4 <= k; p += 4) {
+        KSTEP KSTEP KSTEP KSTEP
+    }
+    for (; p < k; p++)
+        KSTEP
     const __m256 va = _mm256_set1_ps(alpha);
     ROWS(STORE)
 }

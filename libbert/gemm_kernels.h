@@ -33,23 +33,25 @@
 /* What a kernel brings in, while it runs, of the B micro-panel laid out
  * after its own (b + k*ldb: the next panel of a packed weight matrix):
  * rows [lo, hi) into L2, one row a step from the first, or with l1 all of
- * it into L1.  A kernel may ignore it: it only moves data earlier. */
+ * it into L1 (the AVX-512 kernels then ignore lo and hi; the AVX2 kernel,
+ * whose next tile reads another third of its own panel, ignores l1).  A
+ * kernel may ignore it: it only moves data earlier. */
 typedef struct bert_pf {
     unsigned lo, hi, l1;
 } bert_pf;
 
 /* The plan for tile t of the n tiles (in order) that run over one B
- * micro-panel of k rows.  The L2 rows are spread over the tiles: the whole
- * next panel's misses in the first tile slowed it.  The last tile brings
- * the whole next panel into L1, where the next panel's first tile would
- * otherwise miss on every row.  (Against every tile fetching the whole next
- * panel into L2, BERT-base and MiniLM on Zen 5: 2-6% less time for the
- * encoder; BENCHMARKS.md, thirteenth session.) */
+ * micro-panel of k rows.  The L2 rows are spread over the tiles, [0,k) in
+ * n consecutive ranges: the whole next panel's misses in the first tile
+ * slowed it.  The last tile (of several) also brings the whole next panel
+ * into L1, where the next panel's first tile would otherwise miss on every
+ * row.  (Against every tile fetching the whole next panel into L2,
+ * BERT-base and MiniLM on Zen 5: 2-6% less time for the encoder;
+ * BENCHMARKS.md, thirteenth session.) */
 static inline bert_pf bert__pf_plan(size_t t, size_t n, size_t k)
 {
-    if (n > 1 && t == n - 1)
-        return (bert_pf){0, 0, 1};
-    return (bert_pf){(unsigned)(t * k / n), (unsigned)((t + 1) * k / n), 0};
+    return (bert_pf){(unsigned)(t * k / n), (unsigned)((t + 1) * k / n),
+                     n > 1 && t == n - 1};
 }
 
 /* The plans of tiles 0..n-1 into plan[0..n): made once per block of rows,
