@@ -22,8 +22,19 @@
         ROWS(STEP)                                                            \
         a += MR;                                                              \
         b += ldb;                                                             \
-        __asm__("" ::: "memory");                                             \
     }
+/* Step s of an asm trip: row s of B (BERT_PANEL floats = 192 bytes a
+ * row) into ymm13/14, column s of A (6 floats = 24 bytes) broadcast in
+ * ymm15 row by row. */
+#define AROW(s, i)                                                            \
+    "vbroadcastss " #s "*24+" #i "*4(%[a]), %%ymm15\n\t"                    \
+    "vfmadd231ps %%ymm13, %%ymm15, %[c" #i "0]\n\t"                          \
+    "vfmadd231ps %%ymm14, %%ymm15, %[c" #i "1]\n\t"
+#define ASTEP(s)                                                              \
+    "vmovups " #s "*192(%[b]), %%ymm13\n\t"                                  \
+    "vmovups " #s "*192+32(%[b]), %%ymm14\n\t"                               \
+    AROW(s, 0) AROW(s, 1) AROW(s, 2) AROW(s, 3) AROW(s, 4) AROW(s, 5)
+_Static_assert(BERT_PANEL * sizeof(float) == 192, "ASTEP's row stride");
 #define STORE(i)                                                              \
     {                                                                         \
         float *ci = c + (i) * ldc;                                            \
@@ -63,14 +74,22 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
         _mm_prefetch((const char *)bn, _MM_HINT_T1);
         KSTEP
     }
-    /* Unrolled by 4: one step is 12 FMAs and 8 loads, and on Zen 3 the
-     * loop's own increments, compare and branch beside them kept the
-     * kernel at 60-70% of the FMA peak with its operands in L1; four steps
-     * a trip reach 90-95% (BENCHMARKS.md, fourteenth session).  A needs no
-     * software prefetch: its panels stream from L2 in order. */
-    for (; p + 4 <= k; p += 4) {
-        KSTEP KSTEP KSTEP KSTEP
-    }
+    /* Four steps a trip in asm where B has the packed panels' stride (every
+     * call of gemm.c's loops): one step is 12 FMAs beside 8 loads, and on
+     * Zen 3 a step a trip spent so much on the loop's own increments,
+     * compare and branch that the kernel ran at 60-70% of the FMA peak with
+     * its operands in L1; unrolled in C, GCC 12 spilled an accumulator to
+     * the stack.  A needs no software prefetch: its panels stream from L2
+     * in order. */
+    if (ldb == BERT_PANEL)
+        for (; p + 4 <= k; p += 4, a += 4 * MR, b += 4 * BERT_PANEL)
+            __asm__(ASTEP(0) ASTEP(1) ASTEP(2) ASTEP(3)
+                    : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
+                      [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21),
+                      [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40),
+                      [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+                    : [a] "r"(a), [b] "r"(b)
+                    : "xmm13", "xmm14", "xmm15", "memory");
     for (; p < k; p++)
         KSTEP
     const __m256 va = _mm256_set1_ps(alpha);
