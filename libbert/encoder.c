@@ -158,6 +158,9 @@ typedef struct {
     uint64_t stream;           /* attention dropout's */
 } att_io;
 
+/* Scores a chunk of query rows holds at most (inference): 256 KB. */
+#define SCORE_CHUNK ((size_t)64 * 1024)
+
 /* One head of one sequence (n keys from row o of a->k, a->v): Ctx_h =
  * softmax(Q_h K_h^T / sqrt(hs)) V_h for nq query rows (rows H apart from
  * Q and Ctx: the sequence's rows of a->q and a->ctx, or its [CLS] row),
@@ -179,6 +182,12 @@ static void head_forward(const bert__enc *e, const att_io *a, int slot,
     const float *K = a->k + o * H + h * hs;
     const float *V = a->v + o * H + h * hs;
     size_t rc = cap / n;
+    /* At inference, chunks small enough for their scores to stay in L2
+     * between Q K^T, the softmax's passes and P V (at 512 keys a whole
+     * head's 1 MB went out to L3 and back on each; Zen 3 has 512 KB of
+     * L2).  Training keeps the whole block, which backward reads. */
+    if (!a->K && rc > SCORE_CHUNK / n)
+        rc = SCORE_CHUNK / n > 1 ? SCORE_CHUNK / n : 1;
     for (size_t r0 = 0; r0 < nq; r0 += rc) {
         size_t m = nq - r0 < rc ? nq - r0 : rc;
         const float *Q = Q0 + r0 * H + h * hs; /* (m,hs) rows H apart */

@@ -256,6 +256,11 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
             bert__transpose8(dst, 8, src, rsa, kc);
             continue;
         }
+        if (csa == 1 && mr == 6 && MR == 6) {
+            /* The AVX2 tier's. */
+            bert__transpose6(dst, src, rsa, kc);
+            continue;
+        }
 #endif
         if (csa == 1) {
             /* Row-major activations: each row is read contiguously. */

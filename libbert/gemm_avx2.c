@@ -63,11 +63,11 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
             _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
     /* This tile's share of the next panel's rows (pf->lo..hi) into L2:
      * b + k*ldb is the same third of the next panel, so the tiles of a
-     * panel's three thirds together ask for each of its lines once.  (It
-     * was two lines of every row of the next panel from every tile: 2.4x
-     * the prefetches the loop's loads are issued beside.)  pf->l1 is the
-     * AVX-512 kernel's: a third's next tile reads the following third of
-     * this panel, already in L2. */
+     * panel's three thirds together ask for each of its lines once (every
+     * tile used to ask for two of the three lines of every row, beside a
+     * prefetch of A: three prefetches a step).  pf->l1 is the AVX-512
+     * kernel's: a third's next tile reads the following third of this
+     * panel, already in L2. */
     size_t p = 0, l2 = pf->hi > pf->lo ? pf->hi - pf->lo : 0;
     const float *bn = b + (k + pf->lo) * ldb;
     for (; p < l2 && p < k; p++, bn += ldb) {

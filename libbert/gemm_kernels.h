@@ -85,6 +85,10 @@ void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
  * 8-row A panels (ld 8) and transposed B panels (ld BERT_PANEL). */
 void bert__transpose8(float *restrict dst, size_t ld, const float *src,
                       ptrdiff_t ss, size_t kc);
+/* dst[p*6 + i] = src[i*ss + p] for i < 6, p < kc (needs AVX2): packs the
+ * AVX2 kernel's 6-row A panels. */
+void bert__transpose6(float *restrict dst, const float *src, ptrdiff_t ss,
+                      size_t kc);
 /* 6 x 16: 12 ymm accumulators, two B vectors, one broadcast. */
 enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
