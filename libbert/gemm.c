@@ -64,7 +64,14 @@ typedef struct tier_info {
     size_t mr, nr; /* nr divides BERT_PANEL */
     bert_ukr_edge_fn edge; /* full rows of at most edge_nr columns */
     size_t edge_nr;        /* 0: no edge kernel */
+    bert_ukr_rows_fn rows; /* ukr with A in place, or NULL */
 } tier_info;
+
+/* Column tiles up to which a slice reads A in place (where the tier has
+ * such a kernel) instead of packing it: attention's P V (64 or 32 columns,
+ * 2-4 tiles) would spend about 40% of its arithmetic's time on packing
+ * the probabilities, each of which it then reads only 2-4 times. */
+#define INPLACE_TILES 4
 
 struct bert_gemm_ctx {
     bert_kernels tier;
@@ -179,9 +186,10 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
-                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR};
+                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR, NULL};
     else if (k == BERT_KERNELS_AVX2)
-        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0};
+        g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0,
+                            bert__ukr_avx2_rows};
 #endif
     for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
         if (bert__precision_supported((bert_precision)p, k, NULL, 0))
@@ -411,11 +419,16 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
 {
     const size_t MR = t->mr, NR = t->nr;
     float tile[MAX_MR * BERT_PANEL] __attribute__((aligned(64)));
+    size_t tiles = 0;
+    for (size_t w = 0; w < nt; w++)
+        tiles += (tg[w].off % NR + tg[w].ncol + NR - 1) / NR;
+    int inplace = t->rows && csa == 1 && tiles <= INPLACE_TILES;
     for (size_t ic = 0; ic < m; ic += MC) {
         size_t mc = m - ic < MC ? m - ic : MC;
         bert_pf plan[MC]; /* one per MR-row tile */
         bert__pf_plans(plan, (mc + MR - 1) / MR, kc);
-        pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
+        if (!inplace)
+            pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
         for (size_t w = 0; w < nt; w++) {
             /* tiles of NR columns from the panel's start; the first one
              * may begin before the wanted columns (skip of them) */
@@ -431,6 +444,17 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                     const bert_pf *pf = &plan[ir / MR];
                     float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
                                (ptrdiff_t)(jt + skip - off) * csc;
+                    if (inplace) {
+                        const float *ai = A + (ptrdiff_t)(ic + ir) * rsa;
+                        if (mr == MR && nr == NR && !skip && csc == 1) {
+                            t->rows(kc, ai, (size_t)rsa, b, BERT_PANEL, c,
+                                    (size_t)rsc, alpha, acc, pf);
+                            continue;
+                        }
+                        /* edges: this tile's panel alone, packed */
+                        pack_a(abuf, ai, rsa, csa, mr, kc, MR);
+                        a = abuf;
+                    }
                     if (mr == MR && nr == NR && !skip && csc == 1) {
                         t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
                                acc, pf);

@@ -8,10 +8,14 @@
 
 #define MR BERT_AVX2_MR
 
+/* The kernel reads A packed (a[p*MR + i]) or, for products with few
+ * column tiles, in place (rows = 1: a[i*lda + p], row-major rows lda
+ * apart), so that P V's probabilities need no packing pass (gemm.c). */
+#define A_AT(i) (rows ? a[(i) * lda] : a[i])
 #define DECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0;
 #define STEP(i)                                                               \
     {                                                                         \
-        __m256 ai = _mm256_broadcast_ss(a + (i));                             \
+        __m256 ai = _mm256_set1_ps(A_AT(i));                                  \
         c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                           \
         c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                           \
     }
@@ -20,21 +24,39 @@
     {                                                                         \
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);          \
         ROWS(STEP)                                                            \
-        a += MR;                                                              \
+        a += rows ? 1 : MR;                                                   \
         b += ldb;                                                             \
     }
 /* Step s of an asm trip: row s of B (BERT_PANEL floats = 192 bytes a
- * row) into ymm13/14, column s of A (6 floats = 24 bytes) broadcast in
- * ymm15 row by row. */
-#define AROW(s, i)                                                            \
-    "vbroadcastss " #s "*24+" #i "*4(%[a]), %%ymm15\n\t"                    \
+ * row) into ymm13/14, column s of A broadcast in ymm15 row by row: packed
+ * (6 floats = 24 bytes a step) or in place (rows 0-2 at a, a + lda and
+ * a + 2 lda, rows 3-5 from a3 = a + 3 lda; 4 bytes a step). */
+#define A_PK(s, i) #s "*24+" #i "*4(%[a])"
+#define A_IP0(s) #s "*4(%[a])"
+#define A_IP1(s) #s "*4(%[a],%[la])"
+#define A_IP2(s) #s "*4(%[a],%[la],2)"
+#define A_IP3(s) #s "*4(%[a3])"
+#define A_IP4(s) #s "*4(%[a3],%[la])"
+#define A_IP5(s) #s "*4(%[a3],%[la],2)"
+#define AROW(s, i, A)                                                         \
+    "vbroadcastss " A ", %%ymm15\n\t"                                         \
     "vfmadd231ps %%ymm13, %%ymm15, %[c" #i "0]\n\t"                          \
     "vfmadd231ps %%ymm14, %%ymm15, %[c" #i "1]\n\t"
-#define ASTEP(s)                                                              \
+#define BROW(s)                                                               \
     "vmovups " #s "*192(%[b]), %%ymm13\n\t"                                  \
-    "vmovups " #s "*192+32(%[b]), %%ymm14\n\t"                               \
-    AROW(s, 0) AROW(s, 1) AROW(s, 2) AROW(s, 3) AROW(s, 4) AROW(s, 5)
-_Static_assert(BERT_PANEL * sizeof(float) == 192, "ASTEP's row stride");
+    "vmovups " #s "*192+32(%[b]), %%ymm14\n\t"
+#define ASTEP_PK(s)                                                           \
+    BROW(s) AROW(s, 0, A_PK(s, 0)) AROW(s, 1, A_PK(s, 1))                     \
+    AROW(s, 2, A_PK(s, 2)) AROW(s, 3, A_PK(s, 3)) AROW(s, 4, A_PK(s, 4))      \
+    AROW(s, 5, A_PK(s, 5))
+#define ASTEP_IP(s)                                                           \
+    BROW(s) AROW(s, 0, A_IP0(s)) AROW(s, 1, A_IP1(s)) AROW(s, 2, A_IP2(s))    \
+    AROW(s, 3, A_IP3(s)) AROW(s, 4, A_IP4(s)) AROW(s, 5, A_IP5(s))
+#define ACC_OUT                                                               \
+    [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11),       \
+    [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31),       \
+    [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+_Static_assert(BERT_PANEL * sizeof(float) == 192, "BROW's row stride");
 #define STORE(i)                                                              \
     {                                                                         \
         float *ci = c + (i) * ldc;                                            \
@@ -51,10 +73,12 @@ _Static_assert(BERT_PANEL * sizeof(float) == 192, "ASTEP's row stride");
     }
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
-__attribute__((target("avx2,fma")))
-void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
-                    float *c, size_t ldc, float alpha, int accumulate,
-                    const bert_pf *pf)
+/* Both kernels below: rows is a constant in each, so each compiles to its
+ * own loop. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
+        size_t ldb, float *c, size_t ldc, float alpha, int accumulate,
+        const bert_pf *pf)
 {
     ROWS(DECL)
     /* C's tile is read at the end: start fetching it now. */
@@ -79,21 +103,41 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
      * Zen 3 a step a trip spent so much on the loop's own increments,
      * compare and branch that the kernel ran at 60-70% of the FMA peak with
      * its operands in L1; unrolled in C, GCC 12 spilled an accumulator to
-     * the stack.  A needs no software prefetch: its panels stream from L2
-     * in order. */
-    if (ldb == BERT_PANEL)
+     * the stack.  A needs no software prefetch: packed, its panels stream
+     * from L2 in order; in place, its six rows are six sequential streams. */
+    if (ldb == BERT_PANEL && !rows)
         for (; p + 4 <= k; p += 4, a += 4 * MR, b += 4 * BERT_PANEL)
-            __asm__(ASTEP(0) ASTEP(1) ASTEP(2) ASTEP(3)
-                    : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
-                      [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21),
-                      [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40),
-                      [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+            __asm__(ASTEP_PK(0) ASTEP_PK(1) ASTEP_PK(2) ASTEP_PK(3)
+                    : ACC_OUT
                     : [a] "r"(a), [b] "r"(b)
+                    : "xmm13", "xmm14", "xmm15", "memory");
+    if (ldb == BERT_PANEL && rows)
+        for (; p + 4 <= k; p += 4, a += 4, b += 4 * BERT_PANEL)
+            __asm__(ASTEP_IP(0) ASTEP_IP(1) ASTEP_IP(2) ASTEP_IP(3)
+                    : ACC_OUT
+                    : [a] "r"(a), [a3] "r"(a + 3 * lda),
+                      [la] "r"(lda * sizeof(float)), [b] "r"(b)
                     : "xmm13", "xmm14", "xmm15", "memory");
     for (; p < k; p++)
         KSTEP
     const __m256 va = _mm256_set1_ps(alpha);
     ROWS(STORE)
+}
+
+__attribute__((target("avx2,fma")))
+void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
+                    float *c, size_t ldc, float alpha, int accumulate,
+                    const bert_pf *pf)
+{
+    ukr6x16(k, a, 0, 0, b, ldb, c, ldc, alpha, accumulate, pf);
+}
+
+__attribute__((target("avx2,fma")))
+void bert__ukr_avx2_rows(size_t k, const float *a, size_t lda, const float *b,
+                         size_t ldb, float *c, size_t ldc, float alpha,
+                         int accumulate, const bert_pf *pf)
+{
+    ukr6x16(k, a, lda, 1, b, ldb, c, ldc, alpha, accumulate, pf);
 }
 #endif
 

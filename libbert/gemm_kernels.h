@@ -94,6 +94,16 @@ enum { BERT_AVX2_MR = 6, BERT_AVX2_NR = 16 };
 void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate,
                     const bert_pf *pf);
+/* The same tile with A read in place: row i of the tile is a + i*lda
+ * (row-major, k values), so a product whose A is used by few column tiles
+ * needs no packing pass over it.  Exactly the same sums as packed. */
+void bert__ukr_avx2_rows(size_t k, const float *a, size_t lda, const float *b,
+                         size_t ldb, float *c, size_t ldc, float alpha,
+                         int accumulate, const bert_pf *pf);
+typedef void (*bert_ukr_rows_fn)(size_t k, const float *a, size_t lda,
+                                 const float *b, size_t ldb, float *c,
+                                 size_t ldc, float alpha, int accumulate,
+                                 const bert_pf *pf);
 
 /* Reduced-precision micro-kernels over "dot panels" (gemm.h): k in kg
  * groups of 32 bits; A packed as a[g*MR + i] (group g of row i), B as
