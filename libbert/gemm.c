@@ -284,6 +284,10 @@ static void pack_a(float *restrict dst, const float *A, ptrdiff_t rsa,
                 for (size_t p = 0; p < kc; p++)
                     memcpy(dst + p * 8, src + (ptrdiff_t)p * csa,
                            8 * sizeof *dst);
+            else if (MR == 6) /* the avx2 tier's */
+                for (size_t p = 0; p < kc; p++)
+                    memcpy(dst + p * 6, src + (ptrdiff_t)p * csa,
+                           6 * sizeof *dst);
             else
                 for (size_t p = 0; p < kc; p++)
                     memcpy(dst + p * MR, src + (ptrdiff_t)p * csa,
