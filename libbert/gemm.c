@@ -23,6 +23,9 @@
  * Only the BLIS tier calls into BLIS, through bli_sgemm_ex and a private
  * rntm_t, never BLIS's global thread setting.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h> /* autoconf's (libbert/config.h is the model's) */
+#endif
 #include "libbert/gemm.h"
 
 #include <blis.h>
@@ -183,6 +186,17 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
     g->tier = k;
     rntm_t init = BLIS_RNTM_INITIALIZER;
     g->rntm = init;
+#ifdef HAVE_BLI_RNTM_DISABLE_L3_SUP
+    /* BLIS 0.9's small-matrix kernels (its haswell and zen configurations)
+     * read past the end of A for some shapes: on a Zen 3 CPU, under
+     * AddressSanitizer, a 13 x 64 x 300 product on 2 threads faulted on
+     * an unmapped page inside BLIS (tests/test_gemm).  Without ASan such
+     * a read can fault too where A ends a mapping.  The large-matrix path
+     * reads only what it packs.  This costs AUTO nothing: it picks the
+     * blis tier only on CPUs without AVX2, which BLIS has no sup kernels
+     * for. */
+    bli_rntm_disable_l3_sup(&g->rntm);
+#endif
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,

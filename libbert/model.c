@@ -1,6 +1,9 @@
 /* model.c - bert_model_load / bert_model_free and the model accessors. */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+/* autoconf's, from the include path: "config.h" would be libbert/config.h
+ * beside this file, and BERT_INSTALLED_MODELDIR would fall back to the
+ * default prefix's directory whatever --prefix said */
+#include <config.h>
 #endif
 #include <errno.h>
 #include <stdio.h>
