@@ -213,6 +213,35 @@ AVX2 static inline __m256 gelu_erf256(__m256 x)
 
 /* ---- LayerNorm ------------------------------------------------------------ */
 
+/* ln_row's scalar parts from element i on, shared by its vector forms
+ * (which run them on the elements past their last whole step): s plus
+ * the sum of x[i..C), of the squared deviations from mean, and the
+ * output. */
+static inline double ln_sum_from(double s, const float *x, size_t i, size_t C)
+{
+    for (; i < C; i++)
+        s += x[i];
+    return s;
+}
+
+static inline double ln_var_from(double s, const float *x, size_t i, size_t C,
+                                 double mean)
+{
+    for (; i < C; i++) {
+        double d = x[i] - mean;
+        s += d * d;
+    }
+    return s;
+}
+
+static inline void ln_out_from(float *out, const float *x, const float *weight,
+                               const float *bias, size_t i, size_t C,
+                               double mean, double rstd)
+{
+    for (; i < C; i++)
+        out[i] = (float)((x[i] - mean) * rstd) * weight[i] + bias[i];
+}
+
 #if KERNELS_AVX512
 /* Same as ln_row: sums in double (two 8-lane accumulators). */
 AVX512 static void ln_row512(float *out, const float *x, const float *weight,
@@ -226,9 +255,7 @@ AVX512 static void ln_row512(float *out, const float *x, const float *weight,
         s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(
                                    _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
     }
-    double mean = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-    for (; i < C; i++)
-        mean += x[i];
+    double mean = ln_sum_from(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)), x, i, C);
     mean /= (double)C;
     __m512d m = _mm512_set1_pd(mean);
     s0 = _mm512_setzero_pd();
@@ -242,11 +269,7 @@ AVX512 static void ln_row512(float *out, const float *x, const float *weight,
         s0 = _mm512_fmadd_pd(d0, d0, s0);
         s1 = _mm512_fmadd_pd(d1, d1, s1);
     }
-    double var = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-    for (; i < C; i++) {
-        double d = x[i] - mean;
-        var += d * d;
-    }
+    double var = ln_var_from(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)), x, i, C, mean);
     var /= (double)C;
     double rstd = 1.0 / sqrt(var + (double)eps);
     /* (x - mean) * rstd in float: within an ulp of the double form. */
@@ -256,8 +279,7 @@ AVX512 static void ln_row512(float *out, const float *x, const float *weight,
         _mm512_storeu_ps(out + i, _mm512_fmadd_ps(v, _mm512_loadu_ps(weight + i),
                                                   _mm512_loadu_ps(bias + i)));
     }
-    for (; i < C; i++)
-        out[i] = (float)((x[i] - mean) * rstd) * weight[i] + bias[i];
+    ln_out_from(out, x, weight, bias, i, C, mean, rstd);
 }
 #endif
 
@@ -273,9 +295,7 @@ AVX2 static void ln_row256(float *out, const float *x, const float *weight,
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
     }
-    double mean = hadd256d(_mm256_add_pd(s0, s1));
-    for (; i < C; i++)
-        mean += x[i];
+    double mean = ln_sum_from(hadd256d(_mm256_add_pd(s0, s1)), x, i, C);
     mean /= (double)C;
     __m256d m = _mm256_set1_pd(mean);
     s0 = _mm256_setzero_pd();
@@ -287,11 +307,7 @@ AVX2 static void ln_row256(float *out, const float *x, const float *weight,
         s0 = _mm256_fmadd_pd(d0, d0, s0);
         s1 = _mm256_fmadd_pd(d1, d1, s1);
     }
-    double var = hadd256d(_mm256_add_pd(s0, s1));
-    for (; i < C; i++) {
-        double d = x[i] - mean;
-        var += d * d;
-    }
+    double var = ln_var_from(hadd256d(_mm256_add_pd(s0, s1)), x, i, C, mean);
     var /= (double)C;
     double rstd = 1.0 / sqrt(var + (double)eps);
     __m256 mf = _mm256_set1_ps((float)mean), rf = _mm256_set1_ps((float)rstd);
@@ -300,8 +316,7 @@ AVX2 static void ln_row256(float *out, const float *x, const float *weight,
         _mm256_storeu_ps(out + i, _mm256_fmadd_ps(v, _mm256_loadu_ps(weight + i),
                                                   _mm256_loadu_ps(bias + i)));
     }
-    for (; i < C; i++)
-        out[i] = (float)((x[i] - mean) * rstd) * weight[i] + bias[i];
+    ln_out_from(out, x, weight, bias, i, C, mean, rstd);
 }
 #endif
 
@@ -318,18 +333,9 @@ static void ln_row(float *out, const float *x, const float *weight,
         return;
     }
 #endif
-    double mean = 0, var = 0;
-    for (size_t i = 0; i < C; i++)
-        mean += x[i];
-    mean /= (double)C;
-    for (size_t i = 0; i < C; i++) {
-        double d = x[i] - mean;
-        var += d * d;
-    }
-    var /= (double)C;
-    double rstd = 1.0 / sqrt(var + (double)eps);
-    for (size_t i = 0; i < C; i++)
-        out[i] = (float)((x[i] - mean) * rstd) * weight[i] + bias[i];
+    double mean = ln_sum_from(0, x, 0, C) / (double)C;
+    double var = ln_var_from(0, x, 0, C, mean) / (double)C;
+    ln_out_from(out, x, weight, bias, 0, C, mean, 1.0 / sqrt(var + (double)eps));
 }
 
 void bert__layernorm_forward(float *out, const float *inp, const float *weight,
