@@ -152,8 +152,10 @@ static void check_model(const char *dir, const char *what, int exact)
         {5, 60, 100}, /* a small packed batch */
         {40},         /* few rows */
         {200, 200},   /* 400 rows: the row split on 2 threads */
+        {300},        /* one long sentence: its scores taken in chunks of
+                         query rows, of other sizes on each thread count */
     };
-    static const size_t nb[] = {1, 3, 1, 2};
+    static const size_t nb[] = {1, 3, 1, 2, 1};
     static const bert_kernels tiers[] = {BERT_KERNELS_AMX, BERT_KERNELS_AVX512,
                                          BERT_KERNELS_AVX2};
     static const char *names[] = {"amx", "avx512", "avx2"};
