@@ -9,10 +9,13 @@
  * A context runs one kernel tier (bert_kernels in bert.h):
  *  - avx512, avx2: libbert's own micro-kernels (gemm_kernels.h) inside the
  *    BLIS five-loop structure written here; products whose B operand is a
- *    weight matrix packed once (bert_wmat) pack only the activations;
+ *    weight matrix packed once (bert_wmat) pack only the activations (and
+ *    the avx2 tier reads them in place in products of at most 4 column
+ *    tiles, such as attention's P V);
  *  - blis: bli_sgemm_ex with BLIS's own configuration, through BLIS's
- *    public API only (the fallback for CPUs without AVX2, and the
- *    reference the other tiers are compared with).
+ *    public API only, its small-matrix path turned off where the rntm_t
+ *    API allows (gemm.c says why) (the fallback for CPUs without AVX2,
+ *    and the reference the other tiers are compared with).
  * Nothing here depends on BLIS internals, so any BLIS version with the
  * typed API (0.8 and later) builds and runs every tier.
  */
