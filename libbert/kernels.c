@@ -2,11 +2,12 @@
  *
  * On CPUs with AVX-512F the hot loops (erf GELU, softmax, LayerNorm
  * statistics, cross-entropy) run 16 floats at a time, on AVX2 + FMA CPUs 8
- * at a time; the scalar code is the reference and the fallback.  The vector exp is a degree-7 Taylor polynomial on
- * |r| <= ln2/2 after range reduction (relative error ~1e-7, like expf); erfc
- * is Numerical Recipes' erfcc Chebyshev fit (relative error < 1.2e-7
- * everywhere), so GELU keeps the exact erf form to float precision (the
- * tanh form differs by 2e-4..1e-3).  No -ffast-math anywhere.
+ * at a time; the scalar code is the reference and the fallback.  The
+ * vector exp is a degree-7 Taylor polynomial on |r| <= ln2/2 after range
+ * reduction (relative error ~1e-7, like expf); erfc is Numerical Recipes'
+ * erfcc Chebyshev fit (relative error < 1.2e-7 everywhere), so GELU keeps
+ * the exact erf form to float precision (the tanh form differs by
+ * 2e-4..1e-3).  No -ffast-math anywhere.
  */
 #include "libbert/kernels.h"
 
@@ -15,7 +16,9 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define KERNELS_AVX512 1
+/* x86-64 with GCC-style target attributes: the AVX-512 and AVX2 forms
+ * below are built, each chosen at run time from the CPU's features. */
+#define KERNELS_X86 1
 #define AVX512 __attribute__((target("avx512f")))
 static int have_avx512(void)
 {
@@ -88,7 +91,7 @@ AVX512 static inline __m512 gelu_erf512(__m512 x)
 
 /* ---- the same functions 8 floats at a time, for AVX2 + FMA CPUs --------- */
 /* (Zen 3, Haswell to Alder Lake...: without them GELU's erff and softmax's
- * expf were 10% of BERT-base's time on one 128-token sequence on a Zen 3
+ * expf were 12% of BERT-base's time on one 128-token sequence on a Zen 3
  * VM.)  The same polynomials and the same order of operations as the
  * 512-bit versions above; partial steps go through masked loads, so every
  * value of a row takes the same path. */
@@ -208,7 +211,7 @@ AVX2 static inline __m256 gelu_erf256(__m256 x)
                          one_plus_erf256(x));
 }
 #else
-#define KERNELS_AVX512 0
+#define KERNELS_X86 0
 #endif
 
 /* ---- LayerNorm ------------------------------------------------------------ */
@@ -242,7 +245,7 @@ static inline void ln_out_from(float *out, const float *x, const float *weight,
         out[i] = (float)((x[i] - mean) * rstd) * weight[i] + bias[i];
 }
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 /* Same as ln_row: sums in double (two 8-lane accumulators). */
 AVX512 static void ln_row512(float *out, const float *x, const float *weight,
                              const float *bias, size_t C, float eps)
@@ -283,7 +286,7 @@ AVX512 static void ln_row512(float *out, const float *x, const float *weight,
 }
 #endif
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 /* Same as ln_row512, 8 floats a step (two 4-lane double accumulators). */
 AVX2 static void ln_row256(float *out, const float *x, const float *weight,
                            const float *bias, size_t C, float eps)
@@ -323,7 +326,7 @@ AVX2 static void ln_row256(float *out, const float *x, const float *weight,
 static void ln_row(float *out, const float *x, const float *weight,
                    const float *bias, size_t C, float eps)
 {
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (have_avx512()) {
         ln_row512(out, x, weight, bias, C, eps);
         return;
@@ -360,7 +363,7 @@ void bert__add_layernorm_forward(float *out, const float *a, const float *b,
 
 /* ---- activations ---------------------------------------------------------- */
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 /* x = gelu(x + bias[i % C]) over n values (bias NULL: none). */
 AVX512 static void bias_gelu_erf512(float *x, const float *bias, size_t T,
                                     size_t C)
@@ -384,7 +387,7 @@ AVX512 static void bias_gelu_erf512(float *x, const float *bias, size_t T,
 }
 #endif
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX2 static void bias_gelu_erf256(float *x, const float *bias, size_t T,
                                   size_t C)
 {
@@ -401,7 +404,7 @@ AVX2 static void bias_gelu_erf256(float *x, const float *bias, size_t T,
 void bert__gelu_erf_forward(float *x, size_t n)
 {
     const float r = 0.70710678118654752440f; /* 1/sqrt(2) */
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (have_avx512()) {
         bias_gelu_erf512(x, NULL, 1, n);
         return;
@@ -415,7 +418,7 @@ void bert__gelu_erf_forward(float *x, size_t n)
         x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * r));
 }
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX512 static void gelu_erf_backward512(float *dinp, const float *dout,
                                         const float *inp, size_t n)
 {
@@ -435,7 +438,7 @@ AVX512 static void gelu_erf_backward512(float *dinp, const float *dout,
 }
 #endif
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX2 static void gelu_erf_backward256(float *dinp, const float *dout,
                                       const float *inp, size_t n)
 {
@@ -456,7 +459,7 @@ AVX2 static void gelu_erf_backward256(float *dinp, const float *dout,
 void bert__gelu_erf_backward(float *dinp, const float *dout, const float *inp,
                              size_t n)
 {
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (have_avx512()) {
         gelu_erf_backward512(dinp, dout, inp, n);
         return;
@@ -474,7 +477,7 @@ void bert__gelu_erf_backward(float *dinp, const float *dout, const float *inp,
     }
 }
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX512 static void xent_row512(float *d, const float *l, size_t target,
                                size_t C, float scale, double *loss)
 {
@@ -511,7 +514,7 @@ AVX512 static void xent_row512(float *d, const float *l, size_t target,
 }
 #endif
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 /* As xent_row512.  Masked-off lanes load as 0, so the max takes -inf
  * there and the sums 0. */
 AVX2 static void xent_row256(float *d, const float *l, size_t target,
@@ -546,7 +549,7 @@ AVX2 static void xent_row256(float *d, const float *l, size_t target,
 int bert__xent_row(float *d, const float *l, size_t target, size_t C,
                    float scale, double *loss)
 {
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (have_avx512() && C > 0 && target < C) {
         xent_row512(d, l, target, C, scale, loss);
         return 0;
@@ -583,7 +586,7 @@ void bert__tanh_forward(float *x, size_t n)
 
 /* ---- softmax -------------------------------------------------------------- */
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX512 static void softmax512(float *x, size_t T, size_t n, size_t ld,
                               float scale, const float *mask)
 {
@@ -629,7 +632,7 @@ AVX512 static void softmax512(float *x, size_t T, size_t n, size_t ld,
 }
 #endif
 
-#if KERNELS_AVX512
+#if KERNELS_X86
 AVX2 static void softmax256(float *x, size_t T, size_t n, size_t ld,
                             float scale, const float *mask)
 {
@@ -669,7 +672,7 @@ AVX2 static void softmax256(float *x, size_t T, size_t n, size_t ld,
 void bert__softmax_forward(float *x, size_t T, size_t n, size_t ld,
                            float scale, const float *mask)
 {
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (have_avx512()) {
         softmax512(x, T, n, ld, scale, mask);
         return;
@@ -717,7 +720,7 @@ void bert__bias_fill(float *out, const float *bias, size_t T, size_t OC)
 void bert__bias_act_forward(float *x, const float *bias, size_t T, size_t C,
                             bert_activation act)
 {
-#if KERNELS_AVX512
+#if KERNELS_X86
     if (act == BERT_ACT_GELU && have_avx512()) {
         bias_gelu_erf512(x, bias, T, C);
         return;
