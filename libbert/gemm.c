@@ -461,6 +461,14 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                     size_t mr = mc - ir < MR ? mc - ir : MR;
                     const float *a = abuf + ir * kc;
                     const bert_pf *pf = &plan[ir / MR];
+                    bert_pf third;
+                    if (pf->l1 && NR < BERT_PANEL) { /* the avx2 tier */
+                        third = *pf;
+                        third.l1 = jt % BERT_PANEL + NR < BERT_PANEL
+                                       ? BERT_PF_L1_THIRD
+                                       : BERT_PF_L1_PANEL;
+                        pf = &third;
+                    }
                     float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
                                (ptrdiff_t)(jt + skip - off) * csc;
                     if (inplace) {

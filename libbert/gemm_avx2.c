@@ -81,17 +81,18 @@ ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
         const bert_pf *pf)
 {
     ROWS(DECL)
-    /* C's tile is read at the end: start fetching it now. */
+    /* C's tile is read at the end: start fetching it now, both lines of
+     * a row that does not start a cache line (its last float's too). */
     if (accumulate)
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < MR; i++) {
             _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
+        }
     /* This tile's share of the next panel's rows (pf->lo..hi) into L2:
      * b + k*ldb is the same third of the next panel, so the tiles of a
      * panel's three thirds together ask for each of its lines once (every
      * tile used to ask for two of the three lines of every row, beside a
-     * prefetch of A: three prefetches a step).  pf->l1 is the AVX-512
-     * kernel's: a third's next tile reads the following third of this
-     * panel, already in L2. */
+     * prefetch of A: three prefetches a step). */
     size_t p = 0, l2 = pf->hi > pf->lo ? pf->hi - pf->lo : 0;
     const float *bn = b + (k + pf->lo) * ldb;
     for (; p < l2 && p < k; p++, bn += ldb) {
@@ -105,6 +106,23 @@ ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
      * its operands in L1; unrolled in C, GCC 12 spilled an accumulator to
      * the stack.  A needs no software prefetch: packed, its panels stream
      * from L2 in order; in place, its six rows are six sequential streams. */
+    /* The last tile over this third also brings the next tile's third
+     * into L1, a line a step (gemm_kernels.h): that tile's first reads
+     * would otherwise come from L2 (bench/ab, BERT-base 1 x 128 on the Zen 3
+     * VM: 0.97-0.99 of the time). */
+    if (ldb == BERT_PANEL && !rows && pf->l1 >= BERT_PF_L1_THIRD) {
+        const float *n =
+            pf->l1 == BERT_PF_L1_THIRD ? b + 16 : b + k * ldb - 32;
+        for (; p + 4 <= k;
+             p += 4, a += 4 * MR, b += 4 * BERT_PANEL, n += 4 * BERT_PANEL)
+            __asm__("prefetcht0 (%[n])\n\t"
+                    "prefetcht0 192(%[n])\n\t" ASTEP_PK(0) ASTEP_PK(1)
+                    "prefetcht0 384(%[n])\n\t"
+                    "prefetcht0 576(%[n])\n\t" ASTEP_PK(2) ASTEP_PK(3)
+                    : ACC_OUT
+                    : [a] "r"(a), [b] "r"(b), [n] "r"(n)
+                    : "xmm13", "xmm14", "xmm15", "memory");
+    }
     if (ldb == BERT_PANEL && !rows)
         for (; p + 4 <= k; p += 4, a += 4 * MR, b += 4 * BERT_PANEL)
             __asm__(ASTEP_PK(0) ASTEP_PK(1) ASTEP_PK(2) ASTEP_PK(3)

@@ -33,12 +33,16 @@
 /* What a kernel brings in, while it runs, of the B micro-panel laid out
  * after its own (b + k*ldb: the next panel of a packed weight matrix):
  * rows [lo, hi) into L2, one row a step from the first, or with l1 all of
- * it into L1 (the AVX-512 kernels then ignore lo and hi; the AVX2 kernel,
- * whose next tile reads another third of its own panel, ignores l1).  A
- * kernel may ignore it: it only moves data earlier. */
+ * it into L1 (the AVX-512 kernels then ignore lo and hi).  The AVX2
+ * kernel reads a third of a panel, and its next tile reads the next third:
+ * for it gemm.c turns l1 into BERT_PF_L1_THIRD (bring the following third
+ * of this panel into L1) or BERT_PF_L1_PANEL (this was the last third:
+ * the next panel's first one), besides lo and hi.  A kernel may ignore
+ * it: it only moves data earlier. */
 typedef struct bert_pf {
     unsigned lo, hi, l1;
 } bert_pf;
+enum { BERT_PF_L1_THIRD = 2, BERT_PF_L1_PANEL = 3 };
 
 /* The plan for tile t of the n tiles (in order) that run over one B
  * micro-panel of k rows.  The L2 rows are spread over the tiles, [0,k) in

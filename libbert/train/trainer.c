@@ -101,6 +101,23 @@ static void fill_sizes(bert_trainer *t)
 
 static void bind_views(bert_trainer *t);
 
+/* n floats on a 64-byte boundary (zeroed if zero), NULL when out of
+ * memory.  layout() starts every activation a whole number of 16 floats
+ * into its buffer (and so do the parameters where, as in every BERT shape,
+ * their sizes are multiples of 16), so a 16-column C tile's rows are
+ * whole cache lines; from malloc's 16-byte boundary each straddled two.
+ * (MLM training, L4 H256 on the Zen 3 VM: about 0.95 of the time.) */
+static float *alloc64(size_t n, int zero)
+{
+    void *p = NULL;
+    if (n > ((size_t)-1) / sizeof(float) ||
+        posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0)
+        return NULL;
+    if (zero)
+        memset(p, 0, n * sizeof(float));
+    return p;
+}
+
 static void point(float *base, const size_t *sizes, float **out)
 {
     for (int i = 0; i < P_COUNT; i++) {
@@ -415,10 +432,10 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         }
     fill_sizes(t);
     size_t n = t->nparams;
-    t->params = malloc(n * sizeof(float));
-    t->grads = calloc(n, sizeof(float));
-    t->m = calloc(n, sizeof(float));
-    t->v = calloc(n, sizeof(float));
+    t->params = alloc64(n, 0);
+    t->grads = alloc64(n, 1);
+    t->m = alloc64(n, 1);
+    t->v = alloc64(n, 1);
     t->gemm = bert__gemm_ctx_create(t->p.n_threads < 1 ? 1 : t->p.n_threads,
                                     BERT_KERNELS_AUTO, NULL, 0);
     t->lw = calloc(t->L ? t->L : 1, sizeof *t->lw);
@@ -632,9 +649,12 @@ static int layout(bert_trainer *t, size_t B, size_t N, size_t na, size_t M,
     for (size_t i = 0; i < cnt; i++)
         total += (list[i].n + 15) & ~(size_t)15;
     if (total > t->acts_cap) {
-        float *nb = realloc(t->acts, total * sizeof(float));
+        /* (nothing in the old buffers is kept: every step lays them out
+         * anew) */
+        float *nb = alloc64(total, 0);
         if (!nb)
             return BERT_ENOMEM;
+        free(t->acts);
         t->acts = nb;
         t->acts_cap = total;
     }
