@@ -157,9 +157,10 @@ AVX2 static inline double hadd256d(__m256d v)
 /* The AVX2 forms below work on N (1 to 4) vectors at once, step by step
  * across them: exp and erf are chains of some 30 dependent operations,
  * and with one vector at a time the FP scheduler filled with a single
- * chain's waiting operations (GELU at about 37 cycles a vector on the Zen 3
- * VM, against some 13 for its arithmetic).  Every lane is computed as
- * before, so the results are the same bits. */
+ * chain's waiting operations.  GELU took 16.4 ns a vector on the Zen 3 VM,
+ * 4 vectors at once 9.6 ns (the derivative 1.77x, the softmax 1.28x
+ * faster).  Every lane's operations are the same for any N, so are the
+ * results, bit for bit. */
 #define EACH(j, N) _Pragma("GCC unroll 4") for (int j = 0; j < (N); j++)
 /* (GCC 12 would call them, passing the vectors through memory) */
 #define AVX2_INLINE AVX2 __attribute__((always_inline)) static inline
