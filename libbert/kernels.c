@@ -185,12 +185,12 @@ AVX2_INLINE void exp256n(__m256 *x, int N)
     EACH(j, N)
         r[j] = _mm256_fnmadd_ps(n[j], _mm256_set1_ps(1.428606765330187e-06f),
                                 r[j]);
-    static const float c[] = {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6,
-                              0.5f,       1.0f,       1.0f};
+    static const float c[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120,
+                              1.0f / 24,   1.0f / 6,   0.5f,
+                              1.0f,        1.0f};
     EACH(j, N)
-        p[j] = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 5040), r[j],
-                               _mm256_set1_ps(c[0]));
-    _Pragma("GCC unroll 8") for (int q = 1; q < 7; q++)
+        p[j] = _mm256_set1_ps(c[0]);
+    _Pragma("GCC unroll 8") for (int q = 1; q < 8; q++)
         EACH(j, N)
             p[j] = _mm256_fmadd_ps(p[j], r[j], _mm256_set1_ps(c[q]));
     EACH(j, N) {
@@ -222,13 +222,13 @@ AVX2_INLINE void one_plus_erf256n(__m256 *x, int N)
         t[j] = _mm256_div_ps(
             one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z[j], one));
     }
-    static const float c[] = {-0.82215223f, 1.48851587f,  -1.13520398f,
-                              0.27886807f,  -0.18628806f, 0.09678418f,
-                              0.37409196f,  1.00002368f,  -1.26551223f};
+    static const float c[] = {0.17087277f,  -0.82215223f, 1.48851587f,
+                              -1.13520398f, 0.27886807f,  -0.18628806f,
+                              0.09678418f,  0.37409196f,  1.00002368f,
+                              -1.26551223f};
     EACH(j, N)
-        p[j] = _mm256_fmadd_ps(_mm256_set1_ps(0.17087277f), t[j],
-                               _mm256_set1_ps(c[0]));
-    _Pragma("GCC unroll 8") for (int q = 1; q < 9; q++)
+        p[j] = _mm256_set1_ps(c[0]);
+    _Pragma("GCC unroll 10") for (int q = 1; q < 10; q++)
         EACH(j, N)
             p[j] = _mm256_fmadd_ps(p[j], t[j], _mm256_set1_ps(c[q]));
     EACH(j, N)
