@@ -68,6 +68,7 @@ typedef struct tier_info {
     bert_ukr_edge_fn edge; /* full rows of at most edge_nr columns */
     size_t edge_nr;        /* 0: no edge kernel */
     bert_ukr_rows_fn rows; /* ukr with A in place, or NULL */
+    bert_ukr_short_fn tail; /* the first mr < MR rows of a tile, or NULL */
 } tier_info;
 
 /* Column tiles up to which a slice reads A in place (where the tier has
@@ -201,10 +202,11 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
-                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR, NULL};
+                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR, NULL,
+                            NULL};
     else if (k == BERT_KERNELS_AVX2)
         g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0,
-                            bert__ukr_avx2_rows};
+                            bert__ukr_avx2_rows, bert__ukr_avx2_short};
 #endif
     for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
         if (bert__precision_supported((bert_precision)p, k, NULL, 0))
@@ -485,6 +487,10 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                     if (mr == MR && nr == NR && !skip && csc == 1) {
                         t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
                                acc, pf);
+                        continue;
+                    }
+                    if (mr < MR && nr == NR && !skip && csc == 1 && t->tail) {
+                        t->tail(mr, kc, a, b, c, (size_t)rsc, alpha, acc, pf);
                         continue;
                     }
                     if (mr == MR && csc == 1 && !skip && nr <= t->edge_nr) {
