@@ -448,7 +448,20 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
         size_t mc = m - ic < MC ? m - ic : MC;
         bert_pf plan[MC]; /* one per MR-row tile */
         bert__pf_plans(plan, (mc + MR - 1) / MR, kc);
-        if (!inplace)
+        /* With a tail kernel, 6 q + 1 or 2 rows end in two tiles of 4 and
+         * 3 or 4 rows from row `split` on, instead of a full tile and one
+         * of 1 or 2 rows: 4 rows are 8 accumulators, enough to cover the
+         * FMA latency where 2 rows (4) ran at about a third of the full
+         * tile's rate.  Each tile has its own MR-row panel slot. */
+        size_t split = mc, rem = mc % MR;
+        if (t->tail && MR == 6 && mc > MR && (rem == 1 || rem == 2))
+            split = mc - MR - rem;
+        if (!inplace && split < mc) {
+            pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, split + 4, kc, MR);
+            pack_a(abuf + (split / MR + 1) * MR * kc,
+                   A + (ptrdiff_t)(ic + split + 4) * rsa, rsa, csa,
+                   mc - split - 4, kc, MR);
+        } else if (!inplace)
             pack_a(abuf, A + (ptrdiff_t)ic * rsa, rsa, csa, mc, kc, MR);
         for (size_t w = 0; w < nt; w++) {
             /* tiles of NR columns from the panel's start; the first one
@@ -459,10 +472,11 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                                  jt % BERT_PANEL;
                 size_t nr = end - jt < NR ? end - jt : NR;
                 size_t skip = off > jt ? off - jt : 0;
-                for (size_t ir = 0; ir < mc; ir += MR) {
-                    size_t mr = mc - ir < MR ? mc - ir : MR;
-                    const float *a = abuf + ir * kc;
-                    const bert_pf *pf = &plan[ir / MR];
+                size_t mr;
+                for (size_t ir = 0, ti = 0; ir < mc; ir += mr, ti++) {
+                    mr = ir == split ? 4 : mc - ir < MR ? mc - ir : MR;
+                    const float *a = abuf + ti * MR * kc;
+                    const bert_pf *pf = &plan[ti];
                     bert_pf third;
                     if (pf->l1 && NR < BERT_PANEL) { /* the avx2 tier */
                         third = *pf;
