@@ -105,8 +105,9 @@ void bert__ukr_avx2_rows(size_t k, const float *a, size_t lda, const float *b,
                          size_t ldb, float *c, size_t ldc, float alpha,
                          int accumulate, const bert_pf *pf);
 /* The tile's first mr rows only (1 <= mr < 6; 6 runs the full kernel),
- * B a third of a packed panel (ldb BERT_PANEL): the last, short tile of a
- * block of rows, with the same sums as the full kernel's rows. */
+ * B a third of a packed panel (ldb BERT_PANEL): the short tiles at the end
+ * of a block of rows (gemm.c), with the same sums as the full kernel's
+ * rows. */
 void bert__ukr_avx2_short(size_t mr, size_t k, const float *a, const float *b,
                           float *c, size_t ldc, float alpha, int accumulate,
                           const bert_pf *pf);
