@@ -82,17 +82,26 @@ _Static_assert(BERT_PANEL * sizeof(float) == 192, "BROW's row stride");
     }
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
-/* Both kernels below: rows is a constant in each, so each compiles to its
- * own loop. */
+/* The tile's rows 0..mr-1 (MROWS: those of ROWS below mr). */
+#define MROW(i, X) if ((i) < mr) X(i)
+#define MROWS(X)                                                              \
+    MROW(0, X) MROW(1, X) MROW(2, X) MROW(3, X) MROW(4, X) MROW(5, X)
+
+/* Every kernel below: rows and mr are constants in each, so each compiles
+ * to its own loops.  mr < MR (the short tiles at the end of a block of
+ * rows, A packed) computes rows 0..mr-1 alone, each element by the same
+ * FMA chain as in the full tile, so the bits are those of the full tile;
+ * the asm loops are the full tile's, so those tiles run the C loops. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
-        size_t ldb, float *c, size_t ldc, float alpha, int accumulate,
-        const bert_pf *pf)
+ukr6x16(size_t mr, size_t k, const float *a, size_t lda, int rows,
+        const float *b, size_t ldb, float *c, size_t ldc, float alpha,
+        int accumulate, const bert_pf *pf)
 {
     ROWS(DECL)
+    const int full = mr == MR; /* the asm loops are for 6 rows */
     /* C's tile is read at the end: start fetching it now */
     if (accumulate)
-        ROWS(PF_C)
+        MROWS(PF_C)
     /* This tile's share of the next panel's rows (pf->lo..hi) into L2:
      * b + k*ldb is the same third of the next panel, so the tiles of a
      * panel's three thirds together ask for each of its lines once (every
@@ -104,7 +113,7 @@ ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
     size_t p = 0, l2 = pf->hi > pf->lo ? pf->hi - pf->lo : 0;
     const float *bn = b + (k + pf->lo) * ldb;
     l2 = l2 < k ? l2 : k;
-    if (ldb == BERT_PANEL && !rows)
+    if (full && ldb == BERT_PANEL && !rows)
         for (; p + 4 <= l2;
              p += 4, a += 4 * MR, b += 4 * BERT_PANEL, bn += 4 * BERT_PANEL)
             __asm__("prefetcht1 (%[n])\n\t" ASTEP_PK(0)
@@ -116,7 +125,7 @@ ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
                     : "xmm13", "xmm14", "xmm15", "memory");
     for (; p < l2; p++, bn += ldb) {
         _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        KSTEP
+        KSTEP_R(MROWS)
     }
     /* Four steps a trip in asm where B has the packed panels' stride (every
      * call of gemm.c's loops): one step is 12 FMAs beside 8 loads, and on
@@ -132,75 +141,45 @@ ukr6x16(size_t k, const float *a, size_t lda, int rows, const float *b,
     if (ldb == BERT_PANEL && !rows && pf->l1 >= BERT_PF_L1_THIRD) {
         const float *n =
             pf->l1 == BERT_PF_L1_THIRD ? b + 16 : b + k * ldb - 32;
-        for (; p + 4 <= k;
-             p += 4, a += 4 * MR, b += 4 * BERT_PANEL, n += 4 * BERT_PANEL)
-            __asm__("prefetcht0 (%[n])\n\t"
-                    "prefetcht0 192(%[n])\n\t" ASTEP_PK(0) ASTEP_PK(1)
-                    "prefetcht0 384(%[n])\n\t"
-                    "prefetcht0 576(%[n])\n\t" ASTEP_PK(2) ASTEP_PK(3)
-                    : ACC_OUT
-                    : [a] "r"(a), [b] "r"(b), [n] "r"(n)
-                    : "xmm13", "xmm14", "xmm15", "memory");
+        if (full)
+            for (; p + 4 <= k;
+                 p += 4, a += 4 * MR, b += 4 * BERT_PANEL, n += 4 * BERT_PANEL)
+                __asm__("prefetcht0 (%[n])\n\t"
+                        "prefetcht0 192(%[n])\n\t" ASTEP_PK(0) ASTEP_PK(1)
+                        "prefetcht0 384(%[n])\n\t"
+                        "prefetcht0 576(%[n])\n\t" ASTEP_PK(2) ASTEP_PK(3)
+                        : ACC_OUT
+                        : [a] "r"(a), [b] "r"(b), [n] "r"(n)
+                        : "xmm13", "xmm14", "xmm15", "memory");
+        else
+#pragma GCC unroll 4
+            for (; p < k; p++, n += ldb) {
+                _mm_prefetch((const char *)n, _MM_HINT_T0);
+                KSTEP_R(MROWS)
+            }
     }
-    if (ldb == BERT_PANEL && !rows)
+    if (full && ldb == BERT_PANEL && !rows)
         for (; p + 4 <= k; p += 4, a += 4 * MR, b += 4 * BERT_PANEL)
             __asm__(ASTEP_PK(0) ASTEP_PK(1) ASTEP_PK(2) ASTEP_PK(3)
                     : ACC_OUT
                     : [a] "r"(a), [b] "r"(b)
                     : "xmm13", "xmm14", "xmm15", "memory");
-    if (ldb == BERT_PANEL && rows)
+    if (full && ldb == BERT_PANEL && rows)
         for (; p + 4 <= k; p += 4, a += 4, b += 4 * BERT_PANEL)
             __asm__(ASTEP_IP(0) ASTEP_IP(1) ASTEP_IP(2) ASTEP_IP(3)
                     : ACC_OUT
                     : [a] "r"(a), [a3] "r"(a + 3 * lda),
                       [la] "r"(lda * sizeof(float)), [b] "r"(b)
                     : "xmm13", "xmm14", "xmm15", "memory");
-    for (; p < k; p++)
-        KSTEP
-    const __m256 va = _mm256_set1_ps(alpha);
-    ROWS(STORE)
-}
-
-/* Rows 0..mrs-1 of the tile alone (mrs < MR, a constant in each caller
- * below), for the last tile of a block of rows that is not a multiple of 6
- * (128 rows: 21 tiles and 2 rows), which otherwise computes all 6 rows into
- * a local tile and copies the wanted ones out.  Each element is the same
- * FMA chain as in ukr6x16, so the bits are those of the full tile.  The
- * prefetches are ukr6x16's: such a tile is the last over its third of the
- * panel, which brings the next third into L1. */
-#define SROW(i, X) if ((i) < mrs) X(i)
-#define SROWS(X) SROW(0, X) SROW(1, X) SROW(2, X) SROW(3, X) SROW(4, X)
-
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-ukr_short(size_t mrs, size_t k, const float *a, const float *b, float *c,
-          size_t ldc, float alpha, int accumulate, const bert_pf *pf)
-{
-    const int rows = 0; /* A packed (KSTEP_R), B a third of a packed panel */
-    const size_t lda = 0, ldb = BERT_PANEL;
-    DECL(0) DECL(1) DECL(2) DECL(3) DECL(4)
-    if (accumulate)
-        SROWS(PF_C)
-    size_t p = 0, l2 = pf->hi > pf->lo ? pf->hi - pf->lo : 0;
-    l2 = l2 < k ? l2 : k;
-    const float *bn = b + (k + pf->lo) * ldb;
-    for (; p < l2; p++, bn += ldb) {
-        _mm_prefetch((const char *)bn, _MM_HINT_T1);
-        KSTEP_R(SROWS)
-    }
-    if (pf->l1 >= BERT_PF_L1_THIRD) {
-        const float *n =
-            pf->l1 == BERT_PF_L1_THIRD ? b + 16 : b + k * ldb - 32;
+    if (full)
+        for (; p < k; p++)
+            KSTEP
+    else
 #pragma GCC unroll 4
-        for (; p < k; p++, n += ldb) {
-            _mm_prefetch((const char *)n, _MM_HINT_T0);
-            KSTEP_R(SROWS)
-        }
-    }
-#pragma GCC unroll 4
-    for (; p < k; p++)
-        KSTEP_R(SROWS)
+        for (; p < k; p++)
+            KSTEP_R(MROWS)
     const __m256 va = _mm256_set1_ps(alpha);
-    SROWS(STORE)
+    MROWS(STORE)
 }
 
 __attribute__((target("avx2,fma")))
@@ -208,14 +187,18 @@ void bert__ukr_avx2_short(size_t mr, size_t k, const float *a, const float *b,
                           float *c, size_t ldc, float alpha, int accumulate,
                           const bert_pf *pf)
 {
+    /* a constant row count in each case: its own loops */
+#define SHORT(n)                                                              \
+    ukr6x16(n, k, a, 0, 0, b, BERT_PANEL, c, ldc, alpha, accumulate, pf)
     switch (mr) {
-    case 1: ukr_short(1, k, a, b, c, ldc, alpha, accumulate, pf); break;
-    case 2: ukr_short(2, k, a, b, c, ldc, alpha, accumulate, pf); break;
-    case 3: ukr_short(3, k, a, b, c, ldc, alpha, accumulate, pf); break;
-    case 4: ukr_short(4, k, a, b, c, ldc, alpha, accumulate, pf); break;
-    case 5: ukr_short(5, k, a, b, c, ldc, alpha, accumulate, pf); break;
-    default: ukr6x16(k, a, 0, 0, b, BERT_PANEL, c, ldc, alpha, accumulate, pf);
+    case 1: SHORT(1); break;
+    case 2: SHORT(2); break;
+    case 3: SHORT(3); break;
+    case 4: SHORT(4); break;
+    case 5: SHORT(5); break;
+    default: SHORT(MR);
     }
+#undef SHORT
 }
 
 __attribute__((target("avx2,fma")))
@@ -223,7 +206,7 @@ void bert__ukr_avx2(size_t k, const float *a, const float *b, size_t ldb,
                     float *c, size_t ldc, float alpha, int accumulate,
                     const bert_pf *pf)
 {
-    ukr6x16(k, a, 0, 0, b, ldb, c, ldc, alpha, accumulate, pf);
+    ukr6x16(MR, k, a, 0, 0, b, ldb, c, ldc, alpha, accumulate, pf);
 }
 
 __attribute__((target("avx2,fma")))
@@ -231,7 +214,7 @@ void bert__ukr_avx2_rows(size_t k, const float *a, size_t lda, const float *b,
                          size_t ldb, float *c, size_t ldc, float alpha,
                          int accumulate, const bert_pf *pf)
 {
-    ukr6x16(k, a, lda, 1, b, ldb, c, ldc, alpha, accumulate, pf);
+    ukr6x16(MR, k, a, lda, 1, b, ldb, c, ldc, alpha, accumulate, pf);
 }
 #endif
 
