@@ -134,6 +134,12 @@ void bert__gemm_w_part(const bert_gemm_ctx *g, int slot, size_t m,
  * n_threads threads (INT8: symmetric per output channel, scale max|w|/127;
  * BF16: rounded to nearest even).  BERT_OK or BERT_ENOMEM. */
 int bert__wmat_pack(bert_wmat *W, int n_threads);
+/* Memory for the products' large operands: packed weights, a session's
+ * activations, the trainer's tensors.  64-byte aligned; from 2 MB on, on
+ * a 2 MB boundary and marked for transparent huge pages (madvise; THP's
+ * default mode on Debian is "madvise").  Released with free(); NULL when
+ * out of memory. */
+void *bert__big_alloc(size_t bytes);
 /* Bytes of the packed form of an (n,k) matrix in precision p, and a number
  * that changes whenever that layout does (for files that store panels). */
 size_t bert__wmat_size(size_t n, size_t k, bert_precision p);

@@ -152,7 +152,7 @@ int bert__lp_pack(bert_wmat *W, int n_threads)
     unsigned char *p = NULL;
     if (np == 0 || W->k == 0)
         return BERT_OK;
-    if (posix_memalign((void **)&p, 64, bytes) != 0)
+    if (!(p = bert__big_alloc(bytes)))
         return BERT_ENOMEM;
     (void)n_threads;
 #ifdef _OPENMP

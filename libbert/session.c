@@ -61,7 +61,7 @@ int bert__session_reserve(bert_session *s, size_t T, size_t maxn)
     if (total > ((size_t)-1) / sizeof(float))
         return BERT_ENOMEM;
     float *a = NULL;
-    if (posix_memalign((void **)&a, 64, total * sizeof(float)) != 0)
+    if (!(a = bert__big_alloc(total * sizeof(float))))
         return BERT_ENOMEM;
     free(s->arena);
     s->arena = a;

@@ -111,7 +111,7 @@ static float *alloc64(size_t n, int zero)
 {
     void *p = NULL;
     if (n > ((size_t)-1) / sizeof(float) ||
-        posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0)
+        !(p = bert__big_alloc((n ? n : 1) * sizeof(float))))
         return NULL;
     if (zero)
         memset(p, 0, n * sizeof(float));
