@@ -59,9 +59,11 @@ enum { KC = BERT_GEMM_KC, MC = BERT_GEMM_MC, NCP = 16 };
 /* Largest MR of the tiers (edge tiles go through a local tile). */
 #define MAX_MR 16
 
-typedef void (*bert_ukr_edge_fn)(size_t k, const float *a, const float *b,
-                                 size_t ldb, float *c, size_t ldc,
-                                 float alpha, int accumulate, size_t nr);
+/* lda: A's row stride when read in place, 0 when packed */
+typedef void (*bert_ukr_edge_fn)(size_t k, const float *a, size_t lda,
+                                 const float *b, size_t ldb, float *c,
+                                 size_t ldc, float alpha, int accumulate,
+                                 size_t nr);
 
 typedef struct tier_info {
     bert_ukr_fn ukr;
@@ -203,8 +205,8 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
 #if BERT_HAVE_X86_KERNELS
     if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
-                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR, NULL,
-                            NULL};
+                            bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR,
+                            bert__ukr_avx512_rows, NULL};
     else if (k == BERT_KERNELS_AVX2)
         g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0,
                             bert__ukr_avx2_rows, bert__ukr_avx2_short};
@@ -516,6 +518,12 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                                     (size_t)rsc, alpha, acc, pf);
                             continue;
                         }
+                        if (mr == MR && csc == 1 && !skip &&
+                            nr <= t->edge_nr) {
+                            t->edge(kc, ai, (size_t)rsa, b, BERT_PANEL, c,
+                                    (size_t)rsc, alpha, acc, nr);
+                            continue;
+                        }
                         /* edges: this tile's panel alone, packed */
                         pack_a(abuf, ai, rsa, csa, mr, kc, MR);
                         a = abuf;
@@ -530,8 +538,8 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                         continue;
                     }
                     if (mr == MR && csc == 1 && !skip && nr <= t->edge_nr) {
-                        t->edge(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
-                                acc, nr);
+                        t->edge(kc, a, 0, b, BERT_PANEL, c, (size_t)rsc,
+                                alpha, acc, nr);
                         continue;
                     }
                     t->ukr(kc, a, b, BERT_PANEL, tile, NR, alpha, 0, pf);

@@ -10,9 +10,13 @@
 /* Row i of the tile: three accumulators (columns 0-15, 16-31, 32-47). */
 #define DECL(i)                                                               \
     __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
+/* A packed (a[p*MR + i]) or, for products with few column tiles, read in
+ * place (rows = 1: row i at a + i*lda), as in gemm_avx2.c: attention's
+ * P V then needs no packing pass over the probabilities. */
+#define A_AT(i) (rows ? a[(i) * lda] : a[i])
 #define STEP(i)                                                               \
     {                                                                         \
-        __m512 ai = _mm512_set1_ps(a[i]);                                     \
+        __m512 ai = _mm512_set1_ps(A_AT(i));                                  \
         c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                           \
         c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                           \
         c##i##2 = _mm512_fmadd_ps(ai, b2, c##i##2);                           \
@@ -64,10 +68,12 @@
         }                                                                     \
     }
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
-void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
-                      float *c, size_t ldc, float alpha, int accumulate,
-                      const bert_pf *pf)
+/* rows is a constant in each caller below: each gets its own loops. */
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"),
+               always_inline)) static inline void
+ukr8x48(size_t k, const float *a, size_t lda, int rows, const float *b,
+        size_t ldb, float *c, size_t ldc, float alpha, int accumulate,
+        const bert_pf *pf)
 {
     ROWS(DECL)
     const float *bn = b + k * ldb; /* the next micro-panel */
@@ -81,14 +87,32 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
     PF_KLOOP(k, bn, ldb, *pf, {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16),
                b2 = _mm512_loadu_ps(b + 32);
-        /* The next rows of the A panel come from L2: ask for them early. */
-        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        /* The next rows of the A panel come from L2: ask for them early
+         * (in place, A's rows are eight sequential streams). */
+        if (!rows)
+            _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
         ROWS(STEP)
-        a += MR;
+        a += rows ? 1 : MR;
         b += ldb;
     })
     const __m512 va = _mm512_set1_ps(alpha);
     ROWS(STORE)
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
+                      float *c, size_t ldc, float alpha, int accumulate,
+                      const bert_pf *pf)
+{
+    ukr8x48(k, a, 0, 0, b, ldb, c, ldc, alpha, accumulate, pf);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+void bert__ukr_avx512_rows(size_t k, const float *a, size_t lda,
+                           const float *b, size_t ldb, float *c, size_t ldc,
+                           float alpha, int accumulate, const bert_pf *pf)
+{
+    ukr8x48(k, a, lda, 1, b, ldb, c, ldc, alpha, accumulate, pf);
 }
 #endif
 
@@ -104,10 +128,10 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 #define E_DECL1(i) __m512 c##i##0 = _mm512_setzero_ps();
 #define E_DECL2(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0;
 #define E_STEP1(i)                                                            \
-    c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i##0);
+    c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(A_AT(i)), b0, c##i##0);
 #define E_STEP2(i)                                                            \
     {                                                                         \
-        __m512 ai = _mm512_set1_ps(a[i]);                                     \
+        __m512 ai = _mm512_set1_ps(A_AT(i));                                  \
         c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                           \
         c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                           \
     }
@@ -125,33 +149,41 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
 
 #define E_LOAD1 __m512 b0 = _mm512_loadu_ps(b);
 #define E_LOAD2 __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#define EDGE_KERNEL(NV)                                                       \
+#define EDGE_KERNEL(NV, R)                                                    \
     __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))         \
-    static void ukr_edge##NV(size_t k, const float *a, const float *b,        \
-                             size_t ldb, float *c, size_t ldc, float alpha,   \
-                             int accumulate, __mmask16 last)                   \
+    static void ukr_edge##NV##R(size_t k, const float *a, size_t lda,         \
+                                const float *b, size_t ldb, float *c,         \
+                                size_t ldc, float alpha, int accumulate,      \
+                                __mmask16 last)                               \
     {                                                                         \
+        const int rows = R;                                                   \
         ROWS(E_DECL##NV)                                                      \
-        for (size_t p = 0; p < k; p++, a += MR, b += ldb) {                   \
+        for (size_t p = 0; p < k; p++, a += rows ? 1 : MR, b += ldb) {        \
             E_LOAD##NV                                                        \
             ROWS(E_STEP##NV)                                                  \
         }                                                                     \
         const __m512 va = _mm512_set1_ps(alpha);                              \
         ROWS(E_STORE##NV)                                                     \
     }
-EDGE_KERNEL(1)
-EDGE_KERNEL(2)
+EDGE_KERNEL(1, 0)
+EDGE_KERNEL(2, 0)
+EDGE_KERNEL(1, 1)
+EDGE_KERNEL(2, 1)
 
-void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
-                           size_t ldb, float *c, size_t ldc, float alpha,
-                           int accumulate, size_t nr)
+void bert__ukr_avx512_edge(size_t k, const float *a, size_t lda,
+                           const float *b, size_t ldb, float *c, size_t ldc,
+                           float alpha, int accumulate, size_t nr)
 {
     size_t rem = nr > 16 ? nr - 16 : nr;
     __mmask16 last = (__mmask16)((1u << rem) - 1);
-    if (nr > 16)
-        ukr_edge2(k, a, b, ldb, c, ldc, alpha, accumulate, last);
+    if (nr > 16 && lda)
+        ukr_edge21(k, a, lda, b, ldb, c, ldc, alpha, accumulate, last);
+    else if (nr > 16)
+        ukr_edge20(k, a, 0, b, ldb, c, ldc, alpha, accumulate, last);
+    else if (lda)
+        ukr_edge11(k, a, lda, b, ldb, c, ldc, alpha, accumulate, last);
     else
-        ukr_edge1(k, a, b, ldb, c, ldc, alpha, accumulate, last);
+        ukr_edge10(k, a, 0, b, ldb, c, ldc, alpha, accumulate, last);
 }
 #endif
 

@@ -82,9 +82,15 @@ void bert__ukr_avx512(size_t k, const float *a, const float *b, size_t ldb,
  * wide (panels are zero-padded to it).  Wider edges need all three
  * vectors: the loops run the full kernel into a tile for them. */
 enum { BERT_AVX512_EDGE_NR = 32 };
-void bert__ukr_avx512_edge(size_t k, const float *a, const float *b,
-                           size_t ldb, float *c, size_t ldc, float alpha,
-                           int accumulate, size_t nr);
+void bert__ukr_avx512_edge(size_t k, const float *a, size_t lda,
+                           const float *b, size_t ldb, float *c, size_t ldc,
+                           float alpha, int accumulate, size_t nr);
+/* The full tile with A read in place (row i at a + i*lda, row-major), as
+ * bert__ukr_avx2_rows; the edge kernel above does the same when lda is
+ * not 0 (0: A packed).  Exactly the same sums as packed. */
+void bert__ukr_avx512_rows(size_t k, const float *a, size_t lda,
+                           const float *b, size_t ldb, float *c, size_t ldc,
+                           float alpha, int accumulate, const bert_pf *pf);
 /* dst[p*ld + i] = src[i*ss + p] for i < 8, p < kc (needs AVX2): packs
  * 8-row A panels (ld 8) and transposed B panels (ld BERT_PANEL). */
 void bert__transpose8(float *restrict dst, size_t ld, const float *src,
