@@ -104,3 +104,13 @@ const char *bert__cpu_feature_names(unsigned f, char *buf, unsigned n)
         snprintf(buf, n, "none");
     return buf;
 }
+
+size_t bert__cpu_l2_bytes(void)
+{
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? (size_t)v : 0;
+#else
+    return 0;
+#endif
+}

@@ -10,6 +10,8 @@
 #ifndef LIBBERT_CPU_H
 #define LIBBERT_CPU_H
 
+#include <stddef.h>
+
 enum {
     BERT_CPU_AVX2 = 1 << 0,        /* AVX2 + FMA3, ymm state enabled */
     BERT_CPU_AVX512 = 1 << 1,      /* AVX-512 F/BW/DQ/VL, zmm state enabled */
@@ -29,6 +31,11 @@ enum {
  * AMX present it also asks Linux for the tile-data permission (an
  * arch_prctl that only ever grants, so repeating it is harmless). */
 unsigned bert__cpu_features(void);
+
+/* The L2 cache of a core in bytes, 0 where unknown (glibc's sysconf reads
+ * it from CPUID: leaf 4 on Intel, 0x8000001D on AMD).  A size, like the
+ * feature bits, never a model number. */
+size_t bert__cpu_l2_bytes(void);
 
 /* "avx2 avx512 ..." for messages and benchmarks: the names of the bits set
  * in f, written to buf (size n); returns buf. */

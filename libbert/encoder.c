@@ -158,8 +158,15 @@ typedef struct {
     uint64_t stream;           /* attention dropout's */
 } att_io;
 
-/* Scores a chunk of query rows holds at most (inference): 256 KB. */
+/* Scores a chunk of query rows holds at most (inference) where the L2
+ * size is unknown: 256 KB.  Otherwise half the L2 (bert__score_chunk). */
 #define SCORE_CHUNK ((size_t)64 * 1024)
+
+size_t bert__score_chunk(size_t l2_bytes)
+{
+    size_t f = l2_bytes / 2 / sizeof(float);
+    return f >= 16 * 1024 ? f : SCORE_CHUNK;
+}
 
 /* One head of one sequence (n keys from row o of a->k, a->v): Ctx_h =
  * softmax(Q_h K_h^T / sqrt(hs)) V_h for nq query rows (rows H apart from
@@ -185,9 +192,14 @@ static void head_forward(const bert__enc *e, const att_io *a, int slot,
     /* At inference, chunks small enough for their scores to stay in L2
      * between Q K^T, the softmax's passes and P V (at 512 keys a whole
      * head's 1 MB went out to L3 and back on each; Zen 3 has 512 KB of
-     * L2).  Training keeps the whole block, which backward reads. */
-    if (!a->K && rc > SCORE_CHUNK / n)
-        rc = SCORE_CHUNK / n > 1 ? SCORE_CHUNK / n : 1;
+     * L2), but no smaller: each chunk packs K^T and V again (a 2 MB L2,
+     * Sapphire Rapids: one chunk of 512 keys, 0.98 of the time of four at
+     * BERT-base and MiniLM 1 x 512; bench/ab).  Half the L2 leaves the
+     * other half to the head's K, V and context.  Training keeps the
+     * whole block, which backward reads. */
+    size_t chunk = e->score_chunk ? e->score_chunk : SCORE_CHUNK;
+    if (!a->K && rc > chunk / n)
+        rc = chunk / n > 1 ? chunk / n : 1;
     for (size_t r0 = 0; r0 < nq; r0 += rc) {
         size_t m = nq - r0 < rc ? nq - r0 : rc;
         const float *Q = Q0 + r0 * H + h * hs; /* (m,hs) rows H apart */
@@ -702,6 +714,6 @@ void bert__encoder_forward(bert_session *s, const bert_input *in,
     bert__enc e = {&m->cfg,  &m->w,   m->mats.layers, s->gemm,
                    s->n_threads, s->x, s->q,  s->k,
                    s->v,     s->ctx,  s->tmp,         s->inter,
-                   s->scores, s->cap_seq, s->tp, s->tp_cap};
+                   s->scores, s->cap_seq, s->tp, s->tp_cap, s->score_chunk};
     bert__encode(&e, in, batch, T, cls_only, NULL);
 }

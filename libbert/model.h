@@ -140,6 +140,7 @@ struct bert_session {
     float *scores; /* (cap_seq, cap_seq) one head's attention matrix */
     float *tp;     /* the tensor-parallel layers' scratch (encoder.c) */
     size_t tp_cap; /* its floats, for n_threads threads */
+    size_t score_chunk; /* bert__score_chunk of this CPU's L2 */
     /* Pipeline scratch (grown on demand, reused across calls). */
     bert_encoding *enc;
     struct bert__windows *win;    /* a long text's windows (windows.h) */
@@ -219,6 +220,8 @@ typedef struct bert__enc {
     size_t cap_seq;
     float *tp;      /* the tensor-parallel layers' scratch (NULL: none) */
     size_t tp_cap;  /* its floats */
+    size_t score_chunk; /* inference: floats of scores a chunk of query
+                           rows holds (0: SCORE_CHUNK, encoder.c) */
 } bert__enc;
 
 /* One layer's activations kept for the backward pass, on the packed rows. */
@@ -260,6 +263,10 @@ typedef struct bert__keep {
  * bert__encoder_forward.  Training (kp, cls_only 0): every activation in
  * kp, the result in kp->layers[L-1].x2.  Inputs are validated by the
  * caller. */
+/* Floats of attention scores an inference chunk of query rows holds, for
+ * an L2 of l2_bytes (0: unknown). */
+size_t bert__score_chunk(size_t l2_bytes);
+
 void bert__encode(const bert__enc *e, const bert_input *in, size_t batch,
                   size_t T, int cls_only, const bert__keep *kp);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libbert/cpu.h"
 #include "libbert/internal.h"
 #include "libbert/model.h"
 #include "libbert/windows.h"
@@ -120,6 +121,7 @@ int bert_session_create(const bert_model *m, const bert_session_params *params,
     s->m = m;
     s->n_threads = p.n_threads;
     s->gemm = bert__gemm_ctx_create(p.n_threads, p.kernels, NULL, 0);
+    s->score_chunk = bert__score_chunk(bert__cpu_l2_bytes());
     size_t maxn = m->max_len < p.max_tokens ? m->max_len : p.max_tokens;
     if (!s->gemm || bert__session_reserve(s, p.max_tokens, maxn) != BERT_OK) {
         bert_session_free(s);

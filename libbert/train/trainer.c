@@ -790,7 +790,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
     bert__enc enc = {&t->cfg, &t->ew, t->lm, t->gemm, nth,
                      NULL,    NULL,   NULL,  NULL,    NULL,
                      a.tmp,   NULL,   NULL,  maxn,    NULL,
-                     0};
+                     0,       0};
     float *x0e = pt[P_EPW] ? a.x0e : a.x0;
     bert__keep kp = {a.emb, a.emean, a.erstd, x0e, a.x0, pos, t->kl,
                      ph,    pa,      pao,     seed, mi};
