@@ -511,6 +511,10 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                     }
                     float *c = tg[w].C + (ptrdiff_t)(ic + ir) * rsc +
                                (ptrdiff_t)(jt + skip - off) * csc;
+                    /* full rows of at most edge_nr columns */
+                    int edge = mr == MR && csc == 1 && !skip &&
+                               nr <= t->edge_nr;
+                    size_t lda = 0; /* A in place: its row stride */
                     if (inplace) {
                         const float *ai = A + (ptrdiff_t)(ic + ir) * rsa;
                         if (mr == MR && nr == NR && !skip && csc == 1) {
@@ -518,15 +522,13 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                                     (size_t)rsc, alpha, acc, pf);
                             continue;
                         }
-                        if (mr == MR && csc == 1 && !skip &&
-                            nr <= t->edge_nr) {
-                            t->edge(kc, ai, (size_t)rsa, b, BERT_PANEL, c,
-                                    (size_t)rsc, alpha, acc, nr);
-                            continue;
+                        if (edge) { /* the edge kernel reads it in place */
+                            a = ai;
+                            lda = (size_t)rsa;
+                        } else { /* this tile's panel alone, packed */
+                            pack_a(abuf, ai, rsa, csa, mr, kc, MR);
+                            a = abuf;
                         }
-                        /* edges: this tile's panel alone, packed */
-                        pack_a(abuf, ai, rsa, csa, mr, kc, MR);
-                        a = abuf;
                     }
                     if (mr == MR && nr == NR && !skip && csc == 1) {
                         t->ukr(kc, a, b, BERT_PANEL, c, (size_t)rsc, alpha,
@@ -537,8 +539,8 @@ static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                         t->tail(mr, kc, a, b, c, (size_t)rsc, alpha, acc, pf);
                         continue;
                     }
-                    if (mr == MR && csc == 1 && !skip && nr <= t->edge_nr) {
-                        t->edge(kc, a, 0, b, BERT_PANEL, c, (size_t)rsc,
+                    if (edge) {
+                        t->edge(kc, a, lda, b, BERT_PANEL, c, (size_t)rsc,
                                 alpha, acc, nr);
                         continue;
                     }
