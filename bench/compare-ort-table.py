@@ -3,10 +3,10 @@
 
     bench/compare-ort-table.py round1.jsonl [round2.jsonl ...]
 
-Each file is the output of one bench/compare-ort.sh run.  With several runs
-(rounds), every figure is the median over the rounds of that case's median
-milliseconds, and the ratio is taken between those medians, so that one
-noisy round moves neither engine.  The last lines give the FMA peak runs
+Each file is the output of one bench/compare-ort.sh run.  With several
+rounds (a run with ROUNDS=N, or several runs), every figure is the median
+over the rounds of that case's median milliseconds, and the ratio is taken
+between those medians, so that one noisy round moves neither engine.  The last lines give the FMA peak runs
 (`b32s128-peak`): encoder GFLOP/s, measured peak and their ratio; the
 table's last column divides each case's GFLOP/s by the median measured peak
 for its thread count.  libbert's GFLOP/s count the work it runs (sequence
@@ -47,8 +47,11 @@ def main(paths):
                 ms.setdefault(key, []).append(r["median_ms"])
                 if r["engine"] == "libbert":
                     extra.setdefault(key[1:], []).append(r["gflops"])
-    print(f"Medians over {len(paths)} round(s); ratios are throughput "
-          "ratios (the other engine's ms over libbert's).")
+    lo, hi = min(len(v) for v in ms.values()), max(len(v) for v in ms.values())
+    print(f"Medians over {lo if lo == hi else f'{lo}-{hi}'} round(s) a case; "
+          "ratios are throughput ratios (the other engine's ms over "
+          "libbert's).")
+    many = hi > 1  # a column with each round's ratio (round i against i)
     peak = {t: statistics.median(p[1] for p in v) for t, v in peaks.items()}
     models = sorted({k[1] for k in ms}, key=lambda m: m != "minilm-l6-h384")
     med = {k: statistics.median(v) for k, v in ms.items()}
@@ -63,6 +66,7 @@ def main(paths):
         head += "".join(f"libbert / ORT {r} | " for r in refs)
         head += ("libbert bf16 / fp32 | " if own else "")
         head += "libbert GFLOP/s | of FMA peak |"
+        head += f" each round / ORT {refs[0]} |" if many else ""
         print(head)
         print("|---" * (head.count("|") - 1) + "|")
         for model in models:
@@ -81,6 +85,11 @@ def main(paths):
                         f32 = med.get(("libbert", model, t, c, "fp32"))
                         row += f"{f32 / lb:.2f}x | " if f32 else "- | "
                     row += f"{g:.1f} | {pk} |"
+                    if many:
+                        o_r = ms[("ort", model, t, c, refs[0])]
+                        l_r = ms[("libbert", model, t, c, prec)]
+                        row += " " + " ".join(f"{o / l:.2f}" for o, l in
+                                              zip(o_r, l_r)) + " |"
                     print(row)
     for t in sorted(peaks):
         for g, p, pct, k in peaks[t]:

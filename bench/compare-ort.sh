@@ -3,6 +3,10 @@
 # machine load (see docs/performance.md).  One JSON line per engine and case;
 # lines starting with '#' give the time and load average.
 #   bench/compare-ort.sh [BUILD_DIR]     (env SHAPES, THREADS to narrow)
+# ROUNDS=N (default 1) runs each case N times, the engines in alternation
+# (ORT, libbert, ORT, libbert, ...), so that a slow minute of a shared host
+# lands on both; bench/compare-ort-table.py takes each case's median over
+# its rounds.
 # PRECISIONS="fp32 int8 bf16" (default fp32) also runs libbert in those
 # precisions, with ONNX Runtime's int8 (quantize_dynamic, per channel) for
 # int8 and bf16 (ONNX Runtime has no bf16 on x86 CPUs: bf16 is compared with
@@ -23,15 +27,19 @@ for shape in ${SHAPES:-minilm-l6-h384 bert-base}; do
         mixed32) a="--lengths $mix" ;;   # the same lengths as ORT's case
         b1s512) a="--batch 1 --seq 512" ;;
       esac
-      echo "# $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
-      precs=${PRECISIONS:-fp32}
-      case " $precs " in *" fp32 "*|*" bf16 "*)
-        "$ort/run.sh" "$shape" "$t" "$c" 2>/dev/null ;; esac
-      case " $precs " in *" int8 "*|*" bf16 "*)
-        "$ort/run.sh" "$shape" "$t" "$c" int8 2>/dev/null ;; esac
-      for p in $precs; do
-        "$bench" --shape "$shape" $a --threads "$t" --precision "$p" --json \
-          --no-peak --no-blis | sed "s/^{/{\"case\":\"$c\",/"
+      r=0
+      while [ "$r" -lt "${ROUNDS:-1}" ]; do
+        r=$((r + 1))
+        echo "# $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) round $r"
+        precs=${PRECISIONS:-fp32}
+        case " $precs " in *" fp32 "*|*" bf16 "*)
+          "$ort/run.sh" "$shape" "$t" "$c" 2>/dev/null ;; esac
+        case " $precs " in *" int8 "*|*" bf16 "*)
+          "$ort/run.sh" "$shape" "$t" "$c" int8 2>/dev/null ;; esac
+        for p in $precs; do
+          "$bench" --shape "$shape" $a --threads "$t" --precision "$p" --json \
+            --no-peak --no-blis | sed "s/^{/{\"case\":\"$c\",/"
+        done
       done
     done
   done

@@ -48,10 +48,11 @@
  * evenly over the whole tile (every s_ steps).  Every panel is packed
  * contiguously (LD = 48: row r's lines are lines 3r..3r+2 from its start),
  * so the share is one run of lines.  Before, it was three lines a step over
- * the tile's first hi - lo steps: on Intel each software prefetch holds a
- * fill buffer until its line arrives from memory, and 36 of them at once
- * left none for A's rows (bench/ab, BERT-base, Xeon model 207: 0.930 of
- * the time at 1 x 128 on one thread, 0.933 on two, 0.968 at 1 x 512). */
+ * the tile's first hi - lo steps: 36 misses to memory in flight at once,
+ * and most likely (no counters in the VMs measured) the tile's loads of A
+ * then waited for fill buffers, which a software prefetch holds until its
+ * line arrives (bench/ab, BERT-base, Xeon model 207: 0.930 of the time at
+ * 1 x 128 on one thread, 0.933 on two, 0.968 at 1 x 512). */
 #define PF_ROW(bn, hint)                                                      \
     _mm_prefetch((const char *)(bn), hint);                                   \
     _mm_prefetch((const char *)((bn) + 16), hint);                            \
