@@ -6,8 +6,9 @@
 Each file is the output of one bench/compare-ort.sh run.  With several
 rounds (a run with ROUNDS=N, or several runs), every figure is the median
 over the rounds of that case's median milliseconds, and the ratio is taken
-between those medians, so that one noisy round moves neither engine.  The last lines give the FMA peak runs
-(`b32s128-peak`): encoder GFLOP/s, measured peak and their ratio; the
+between those medians, so that one noisy round moves neither engine; with
+more than one, a last column gives each round's ratio.  The last lines give
+the FMA peak runs (`b32s128-peak`): encoder GFLOP/s, measured peak and their ratio; the
 table's last column divides each case's GFLOP/s by the median measured peak
 for its thread count.  libbert's GFLOP/s count the work it runs (sequence
 models: the last layer for [CLS] only).

@@ -18,6 +18,7 @@ build=${1:-.}
 bench="$build/apps/bert-bench"
 ort="$here/../../shared/bench/ort"
 mix=$(python3 -c "import json;print(','.join(map(str,json.load(open('$ort/cases.json'))['mixed32'])))")
+precs=${PRECISIONS:-fp32}
 for shape in ${SHAPES:-minilm-l6-h384 bert-base}; do
   for t in ${THREADS:-1 2}; do
     for c in b1s128 b32s128 mixed32 b1s512; do
@@ -31,7 +32,6 @@ for shape in ${SHAPES:-minilm-l6-h384 bert-base}; do
       while [ "$r" -lt "${ROUNDS:-1}" ]; do
         r=$((r + 1))
         echo "# $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) round $r"
-        precs=${PRECISIONS:-fp32}
         case " $precs " in *" fp32 "*|*" bf16 "*)
           "$ort/run.sh" "$shape" "$t" "$c" 2>/dev/null ;; esac
         case " $precs " in *" int8 "*|*" bf16 "*)
