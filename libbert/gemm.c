@@ -54,10 +54,15 @@
 #define BERT_GEMM_MC 144
 #endif
 enum { KC = BERT_GEMM_KC, MC = BERT_GEMM_MC, NCP = 16 };
-#define ABUF_FLOATS ((size_t)MC * KC)
-#define BBUF_FLOATS ((size_t)KC * NCP * BERT_PANEL)
 /* Largest MR of the tiers (edge tiles go through a local tile). */
 #define MAX_MR 16
+/* A block's panels are padded to whole MR-row tiles, and the avx2 tier's
+ * split tail (slice) starts its last panel one slot further: up to
+ * MAX_MR - 1 rows beyond mc.  MC need not be a multiple of any MR (a
+ * build with MC 256 once overran this buffer into B's panels with the
+ * 6-row avx2 tier). */
+#define ABUF_FLOATS (((size_t)MC + MAX_MR) * KC)
+#define BBUF_FLOATS ((size_t)KC * NCP * BERT_PANEL)
 
 /* lda: A's row stride when read in place, 0 when packed */
 typedef void (*bert_ukr_edge_fn)(size_t k, const float *a, size_t lda,
