@@ -460,7 +460,7 @@ typedef struct target {
 
 /* One KC slice: C (m, ncol) op= alpha * A (m,kc) Bp for each target, with
  * A packed once per MC block for all of them.  acc: add to C (else
- * overwrite).  abuf holds MC x KC floats. */
+ * overwrite).  abuf holds ABUF_FLOATS (an MC x KC block and padding). */
 static void slice(const tier_info *t, size_t m, size_t kc, const float *A,
                   ptrdiff_t rsa, ptrdiff_t csa, size_t nt, const target *tg,
                   size_t ld_panel, ptrdiff_t rsc, ptrdiff_t csc, float alpha,
