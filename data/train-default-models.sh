@@ -11,7 +11,10 @@
 # the third argument runs one of the two fine-tunes only (they are
 # independent: run both at once on two cores, one thread each).
 # Environment: SHARED_DIR (default <srcdir>/../shared), BASE (default
-# <srcdir>/data/base-en), NER_BASE (default: BASE), THREADS (default 1).
+# <srcdir>/data/base-en), NER_BASE (default: BASE), THREADS (default 1),
+# NEGATION (default 0: the shipped recipe; N > 0 appends N copies of the
+# negation rows of data/sentiment-negation.py to the sentiment train file, the
+# experiment of data/sentiment/MODEL_CARD.md; give it its own WORK_DIR).
 # Both shipped models come from data/base-en as it is.  (The NER model of
 # the fifth to eighth sessions came from its masked-LM stage, the data/base-en
 # of commit 83998f5: NER_BASE takes such an encoder.)
@@ -39,6 +42,7 @@ SHARED=${SHARED_DIR:-$SRCDIR/../shared}
 BASE=${BASE:-$SRCDIR/data/base-en}
 NER_BASE=${NER_BASE:-$BASE}
 THREADS=${THREADS:-1}
+NEGATION=${NEGATION:-0}
 D=$SHARED/data
 TRAIN_BIN=$BUILD/apps/bert-train
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -63,6 +67,15 @@ if [ "$ONLY" != ner ]; then
         gsub(/ '\''s /, "'\''s "); gsub(/ '\''re /, "'\''re "); gsub(/ '\''ve /, "'\''ve ");
         gsub(/ '\''ll /, "'\''ll "); gsub(/ '\''d /, "'\''d "); gsub(/ '\''m /, "'\''m ") }
         { print }' "$D/sst2/train.csv" > sst2_train_mixed.csv
+    if [ "$NEGATION" -gt 0 ] && [ ! -s negation.csv ]; then
+        python3 "$SRCDIR/data/sentiment-negation.py" "$D/sst2/train.csv" \
+            "$D/ud_en_ewt/train.conll" > negation.tmp
+        i=0
+        while [ "$i" -lt "$NEGATION" ]; do
+            tail -n +2 negation.tmp >> sst2_train_mixed.csv; i=$((i + 1))
+        done
+        mv negation.tmp negation.csv
+    fi
     [ -s sentiment/model.safetensors ] || "$TRAIN_BIN" --init "$BASE" \
         --task sequence --lowercase --train sst2_train_mixed.csv \
         --dev "$D/sst2/dev.csv" --out sentiment --threads "$THREADS" \
