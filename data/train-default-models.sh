@@ -13,9 +13,9 @@
 # Environment: SHARED_DIR (default <srcdir>/../shared), BASE (default
 # <srcdir>/data/base-en), NER_BASE (default: BASE), THREADS (default 1),
 # NEGATION (default 2: N copies of the negation rows of
-# data/sentiment-negation.py appended to the sentiment train file; 0 leaves
-# them out, the recipe before the twenty-first session; a different N needs
-# its own WORK_DIR).
+# data/sentiment-negation.py, a python3 script, appended to the sentiment
+# train file; 0 leaves them out, the recipe before the twenty-first session;
+# a different N needs its own WORK_DIR).
 # Both shipped models come from data/base-en as it is.  (The NER model of
 # the fifth to eighth sessions came from its masked-LM stage, the data/base-en
 # of commit 83998f5: NER_BASE takes such an encoder.)
@@ -63,21 +63,24 @@ cd "$WORK"
 # Every second row gets PTB contractions undone (the label is unchanged), so
 # the model sees both "does n't" (SST-2 dev) and "doesn't" (raw text).
 if [ "$ONLY" != ner ]; then
-    [ -s sst2_train_mixed.csv ] || awk 'NR>1 && NR%2==0 {
-        gsub(/ ca n'\''t/, " can'\''t"); gsub(/^ca n'\''t/, "can'\''t");
-        gsub(/ wo n'\''t/, " won'\''t"); gsub(/^wo n'\''t/, "won'\''t");
-        gsub(/ n'\''t/, "n'\''t");
-        gsub(/ '\''s /, "'\''s "); gsub(/ '\''re /, "'\''re "); gsub(/ '\''ve /, "'\''ve ");
-        gsub(/ '\''ll /, "'\''ll "); gsub(/ '\''d /, "'\''d "); gsub(/ '\''m /, "'\''m ") }
-        { print }' "$D/sst2/train.csv" > sst2_train_mixed.csv
-    if [ "$NEGATION" -gt 0 ] && [ ! -s negation.csv ]; then
-        python3 "$SRCDIR/data/sentiment-negation.py" "$D/sst2/train.csv" \
-            "$D/ud_en_ewt/train.conll" > negation.tmp
-        i=0
-        while [ "$i" -lt "$NEGATION" ]; do
-            tail -n +2 negation.tmp >> sst2_train_mixed.csv; i=$((i + 1))
-        done
-        mv negation.tmp negation.csv
+    # Written whole, then renamed: an interrupted run never leaves a half file.
+    if [ ! -s sst2_train_mixed.csv ]; then
+        awk 'NR>1 && NR%2==0 {
+            gsub(/ ca n'\''t/, " can'\''t"); gsub(/^ca n'\''t/, "can'\''t");
+            gsub(/ wo n'\''t/, " won'\''t"); gsub(/^wo n'\''t/, "won'\''t");
+            gsub(/ n'\''t/, "n'\''t");
+            gsub(/ '\''s /, "'\''s "); gsub(/ '\''re /, "'\''re "); gsub(/ '\''ve /, "'\''ve ");
+            gsub(/ '\''ll /, "'\''ll "); gsub(/ '\''d /, "'\''d "); gsub(/ '\''m /, "'\''m ") }
+            { print }' "$D/sst2/train.csv" > sst2_train_mixed.tmp
+        if [ "$NEGATION" -gt 0 ]; then
+            python3 "$SRCDIR/data/sentiment-negation.py" "$D/sst2/train.csv" \
+                "$D/ud_en_ewt/train.conll" > negation.csv
+            i=0
+            while [ "$i" -lt "$NEGATION" ]; do
+                tail -n +2 negation.csv >> sst2_train_mixed.tmp; i=$((i + 1))
+            done
+        fi
+        mv sst2_train_mixed.tmp sst2_train_mixed.csv
     fi
     [ -s sentiment/model.safetensors ] || "$TRAIN_BIN" --init "$BASE" \
         --task sequence --lowercase --train sst2_train_mixed.csv \
