@@ -294,11 +294,35 @@ __attribute__((target("avx2,avxvnni"))) static float dot_vnni256(long iters)
 {
     DOT_CHAINS(__m256i, _mm256_setzero_si256(), "%{vex%} vpdpbusd", "x")
 }
+
+/* The widened int8 kernel's pair (AVX2 without VNNI): six chains of
+ * vpmaddwd into a temporary and vpaddd into the sum, 12 instructions. */
+#define MADD_PAIR(i)                                                          \
+    "vpmaddwd %[x], %[y], %[t" #i "]\n\t"                                     \
+    "vpaddd %[t" #i "], %[a" #i "], %[a" #i "]\n\t"
+__attribute__((target("avx2"))) static float dot_madd256(long iters)
+{
+    __m256i r0 = _mm256_setzero_si256(), r1 = r0, r2 = r0, r3 = r0, r4 = r0,
+            r5 = r0, x = r0, y = r0, t0, t1, t2, t3, t4, t5;
+    __asm__ volatile("" : "+x"(x), "+x"(y));
+    for (long i = 0; i < iters; i++)
+        __asm__ volatile(MADD_PAIR(0) MADD_PAIR(1) MADD_PAIR(2) MADD_PAIR(3)
+                             MADD_PAIR(4) MADD_PAIR(5)
+                         : [a0] "+x"(r0), [a1] "+x"(r1), [a2] "+x"(r2),
+                           [a3] "+x"(r3), [a4] "+x"(r4), [a5] "+x"(r5),
+                           [t0] "=&x"(t0), [t1] "=&x"(t1), [t2] "=&x"(t2),
+                           [t3] "=&x"(t3), [t4] "=&x"(t4), [t5] "=&x"(t5)
+                         : [x] "x"(x), [y] "x"(y));
+    __asm__ volatile("" ::"x"(r0), "x"(r1), "x"(r2), "x"(r3), "x"(r4),
+                     "x"(r5));
+    return 0.0f;
+}
 #endif
 
 /* The peak of the instruction that the reduced-precision kernels of this
- * tier multiply with (vdpbf16ps for bf16, vpdpbusd for int8), in G(FL)OP/s
- * counting a multiply-add as 2 as for float32; *insn names it.  0 where
+ * tier multiply with (vdpbf16ps for bf16, vpdpbusd for int8, or vpmaddwd
+ * with its vpaddd where the avx2 tier widens int8 for want of VNNI), in
+ * G(FL)OP/s counting a multiply-add as 2 as for float32; *insn names it.  0 where
  * there is none to measure (fp32, the amx and blis tiers).  bf16's bound on
  * its speed against fp32 is this over the FMA peak: on the Xeon VM of
  * BENCHMARKS.md vdpbf16ps issues at half the FMA's rate. */
@@ -308,7 +332,8 @@ static double dot_peak(int threads, bert_precision prec, bert_kernels tier,
     *insn = "";
 #if defined(__x86_64__) && defined(__GNUC__)
     unsigned f = bert__cpu_features();
-    int kind = 0; /* 1 vdpbf16ps zmm, 2 vpdpbusd zmm, 3 vpdpbusd ymm */
+    /* 1 vdpbf16ps zmm, 2 vpdpbusd zmm, 3 vpdpbusd ymm, 4 vpmaddwd ymm */
+    int kind = 0;
     if (prec == BERT_PRECISION_BF16 && tier == BERT_KERNELS_AVX512 &&
         (f & BERT_CPU_AVX512_BF16))
         kind = 1;
@@ -318,17 +343,21 @@ static double dot_peak(int threads, bert_precision prec, bert_kernels tier,
     else if (prec == BERT_PRECISION_INT8 && tier == BERT_KERNELS_AVX2 &&
              (f & BERT_CPU_AVX_VNNI))
         kind = 3;
+    else if (prec == BERT_PRECISION_INT8 && tier == BERT_KERNELS_AVX2)
+        kind = 4;
     if (!kind)
         return 0;
     /* multiply-adds per instruction: 16 lanes x 2 bf16 pairs; 16 or 8
-     * lanes x 4 byte pairs */
+     * lanes x 4 byte pairs; 8 lanes x 2 int16 pairs over vpmaddwd and
+     * its vpaddd, 8 an instruction */
     static const struct {
         const char *name;
         float (*chains)(long);
         double macs;
-    } dot[3] = {{"vdpbf16ps zmm", dot_bf16, 32},
+    } dot[4] = {{"vdpbf16ps zmm", dot_bf16, 32},
                 {"vpdpbusd zmm", dot_vnni512, 64},
-                {"vpdpbusd ymm", dot_vnni256, 32}};
+                {"vpdpbusd ymm", dot_vnni256, 32},
+                {"vpmaddwd+vpaddd ymm", dot_madd256, 8}};
     *insn = dot[kind - 1].name;
     return best_rate(threads, dot[kind - 1].chains, 10000000,
                      dot[kind - 1].macs * 2.0);

@@ -77,6 +77,7 @@ typedef struct tier_info {
     size_t edge_nr;        /* 0: no edge kernel */
     bert_ukr_rows_fn rows; /* ukr with A in place, or NULL */
     bert_ukr_short_fn tail; /* the first mr < MR rows of a tile, or NULL */
+    unsigned cpu; /* bert__cpu_features() when the context was made */
 } tier_info;
 
 /* Column tiles up to which a slice reads A in place (where the tier has
@@ -211,11 +212,12 @@ bert_gemm_ctx *bert__gemm_ctx_create(int n_threads, bert_kernels k, char *why,
     if (k == BERT_KERNELS_AVX512 || k == BERT_KERNELS_AMX)
         g->ti = (tier_info){bert__ukr_avx512, BERT_AVX512_MR, BERT_AVX512_NR,
                             bert__ukr_avx512_edge, BERT_AVX512_EDGE_NR,
-                            bert__ukr_avx512_rows, NULL};
+                            bert__ukr_avx512_rows, NULL, 0};
     else if (k == BERT_KERNELS_AVX2)
         g->ti = (tier_info){bert__ukr_avx2, BERT_AVX2_MR, BERT_AVX2_NR, NULL, 0,
-                            bert__ukr_avx2_rows, bert__ukr_avx2_short};
+                            bert__ukr_avx2_rows, bert__ukr_avx2_short, 0};
 #endif
+    g->ti.cpu = bert__cpu_features();
     for (int p = BERT_PRECISION_BF16; p <= BERT_PRECISION_INT8; p++)
         if (bert__precision_supported((bert_precision)p, k, NULL, 0))
             g->lowp |= 1u << p;
@@ -641,8 +643,8 @@ static void run_packed_cols(const job *jb, size_t i0, size_t m,
     int acc0 = jb->beta != 0.0f;
     if (jb->ws[0]->prec != BERT_PRECISION_FP32) {
         /* (whole depth only: bert__gemm_w_part takes FP32 panels) */
-        if (bert__lp_part(jb->tier, A, (size_t)jb->rsa, nw, jb->ws, c0, c1,
-                          acc0, Y, (size_t)jb->rsc, m, buf,
+        if (bert__lp_part(jb->tier, jb->t->cpu, A, (size_t)jb->rsa, nw,
+                          jb->ws, c0, c1, acc0, Y, (size_t)jb->rsc, m, buf,
                           slot_floats() * sizeof(float)) == 0)
             return;
         /* k too deep for the scratch: float32 from the originals. */

@@ -270,3 +270,149 @@ void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
     V_ROWS(V_OUT)
 }
 #endif
+
+#if BERT_HAVE_X86_KERNELS
+/* ---- int8 with plain AVX2 (no VNNI): 6 x 8, the same int32 sums ------- */
+/* vpmaddubsw, AVX2's u8 x s8 product, saturates each pair of products at
+ * int16 (255 x 127 x 2 does not fit: onnxruntime#6004).  vpmaddwd on the
+ * values widened to int16 does not: a pair of u8 x s8 products fits int32
+ * with room to spare, so the sums are exactly vpdpbusd's.  A arrives
+ * widened (four uint16 per group, packed so by gemm_lowp.c), broadcast as
+ * one quadword; each group of the B slice (8 columns x 4 int8) is widened
+ * here into two vectors of 4 columns x 4 int16.  vpmaddwd then leaves
+ * each column's sum in two lanes (values 0-1 and 2-3 of every group),
+ * which vphaddd joins once, after the loop.  12 accumulators, 2 B vectors
+ * and the broadcast: 15 of the 16 ymm registers. */
+#define W_DECL(i) __m256i e##i##0 = _mm256_setzero_si256(), e##i##1 = e##i##0;
+/* Through asm, as vpdpbusd above: with intrinsics GCC 12 kept half the
+ * accumulators on the stack.  All 16 registers: 12 sums, w0, w1, the
+ * broadcast (reused for the second product) and one product. */
+#define W_STEP(i)                                                             \
+    {                                                                         \
+        __m256i ai = _mm256_set1_epi64x((long long)a[i]), t;                  \
+        __asm__("vpmaddwd %[w0], %[x], %[t]\n\t"                              \
+                "vpaddd %[t], %[c0], %[c0]\n\t"                               \
+                "vpmaddwd %[w1], %[x], %[x]\n\t"                              \
+                "vpaddd %[x], %[c1], %[c1]"                                   \
+                : [c0] "+x"(e##i##0), [c1] "+x"(e##i##1), [x] "+x"(ai),       \
+                  [t] "=&x"(t)                                                \
+                : [w0] "x"(w0), [w1] "x"(w1));                                \
+    }
+/* hadd gives columns 0 1 4 5 | 2 3 6 7; the permute puts them in order. */
+#define W_OUT(i)                                                              \
+    {                                                                         \
+        __m256i s = _mm256_permute4x64_epi64(                                 \
+            _mm256_hadd_epi32(e##i##0, e##i##1), 0xd8);                       \
+        __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(                       \
+            s, _mm256_mullo_epi32(_mm256_set1_epi32(rz[i]), sum)));          \
+        __m256 sc = _mm256_mul_ps(_mm256_set1_ps(rs[i]), scl);                \
+        float *ci = c + (i) * ldc;                                            \
+        _mm256_storeu_ps(ci, accumulate                                       \
+                                 ? _mm256_fmadd_ps(f, sc, _mm256_loadu_ps(ci)) \
+                                 : _mm256_mul_ps(f, sc));                     \
+    }
+
+__attribute__((target("avx2,fma")))
+void bert__ukr_i8_avx2w(size_t kg, const uint64_t *a, const uint32_t *b,
+                        float *c, size_t ldc, const float *rs,
+                        const int32_t *rz, const float *cs,
+                        const int32_t *csum, int accumulate)
+{
+    V_ROWS(W_DECL)
+    for (size_t g = 0; g < kg; g++) {
+        __m256i w0 = _mm256_cvtepi8_epi16(
+                    _mm_loadu_si128((const __m128i *)b)),
+                w1 = _mm256_cvtepi8_epi16(
+                    _mm_loadu_si128((const __m128i *)(b + 4)));
+        V_ROWS(W_STEP)
+        a += 6;
+        b += BERT_PANEL;
+    }
+    const __m256 scl = _mm256_loadu_ps(cs);
+    const __m256i sum = _mm256_loadu_si256((const __m256i *)csum);
+    V_ROWS(W_OUT)
+}
+#endif
+
+#if BERT_HAVE_X86_KERNELS
+/* ---- the int8 activation side on AVX2 ------------------------------------ */
+/* The first n (< 16) floats of x, zeros after (0 is in every row's range,
+ * and quantizes to bytes that are never stored). */
+__attribute__((target("avx2"))) static void load_tail(const float *x,
+                                                      size_t n, __m256 *a,
+                                                      __m256 *b)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i n8 = _mm256_set1_epi32((int)n);
+    *a = _mm256_maskload_ps(x, _mm256_cmpgt_epi32(n8, idx));
+    *b = n > 8 ? _mm256_maskload_ps(
+                     x + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n - 8),
+                                               idx))
+               : _mm256_setzero_ps();
+}
+
+/* As gemm_lowp.c's C loop: min(v, lo) keeps lo where v is NaN. */
+__attribute__((target("avx2"))) void bert__minmax_avx2(const float *x,
+                                                       size_t k, float *mn,
+                                                       float *mx)
+{
+    __m256 lo = _mm256_setzero_ps(), hi = lo, a, b;
+    size_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        __m256 v = _mm256_loadu_ps(x + p);
+        lo = _mm256_min_ps(v, lo);
+        hi = _mm256_max_ps(v, hi);
+    }
+    if (p < k) {
+        load_tail(x + p, k - p, &a, &b);
+        lo = _mm256_min_ps(a, lo);
+        hi = _mm256_max_ps(a, hi);
+    }
+    float l[8], h[8];
+    _mm256_storeu_ps(l, lo);
+    _mm256_storeu_ps(h, hi);
+    *mn = l[0], *mx = h[0];
+    for (int i = 1; i < 8; i++) {
+        *mn = l[i] < *mn ? l[i] : *mn;
+        *mx = h[i] > *mx ? h[i] : *mx;
+    }
+}
+
+/* 16 floats times inv, rounded to nearest even (vcvtps2dq), plus z,
+ * clamped to 0..255, as 16 bytes. */
+__attribute__((target("avx2"))) static __m128i quant16(__m256 a, __m256 b,
+                                                       __m256 vi, __m256i vz)
+{
+    const __m256i lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(255);
+    __m256i u = _mm256_cvtps_epi32(_mm256_mul_ps(a, vi)),
+            v = _mm256_cvtps_epi32(_mm256_mul_ps(b, vi));
+    u = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(u, vz), lo), hi);
+    v = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, vz), lo), hi);
+    /* packs interleaves the 128-bit lanes: u0-3 v0-3 | u4-7 v4-7 */
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(u, v), 0xd8);
+    w = _mm256_packus_epi16(w, w); /* u0-7 u0-7 | v0-7 v0-7 */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(w, 0x08));
+}
+
+__attribute__((target("avx2"))) void bert__quant_row_avx2(uint8_t *q,
+                                                          const float *x,
+                                                          size_t k, float inv,
+                                                          int32_t z)
+{
+    const __m256 vi = _mm256_set1_ps(inv);
+    const __m256i vz = _mm256_set1_epi32(z);
+    size_t p = 0;
+    for (; p + 16 <= k; p += 16)
+        _mm_storeu_si128((__m128i *)(q + p),
+                         quant16(_mm256_loadu_ps(x + p),
+                                 _mm256_loadu_ps(x + p + 8), vi, vz));
+    if (p < k) {
+        __m256 a, b;
+        unsigned char t[16];
+        load_tail(x + p, k - p, &a, &b);
+        _mm_storeu_si128((__m128i *)t, quant16(a, b, vi, vz));
+        for (size_t i = 0; i < k - p; i++)
+            q[p + i] = t[i];
+    }
+}
+#endif

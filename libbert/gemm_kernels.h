@@ -152,6 +152,16 @@ void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
                        float *c, size_t ldc, const float *rs,
                        const int32_t *rz, const float *cs,
                        const int32_t *csum, int accumulate);
+/* 6 x 8 with plain AVX2, for CPUs without VNNI: exactly the int32 sums
+ * and outputs of bert__ukr_i8_avx2 (vpmaddwd on values widened to int16,
+ * which cannot saturate).  A's groups arrive widened: a[g*6 + i] holds
+ * the four values of group g of row i as uint16 (low value first); b, cs
+ * and csum point at an 8-column slice of a panel (ldb BERT_PANEL). */
+enum { BERT_AVX2W_NR = 8 };
+void bert__ukr_i8_avx2w(size_t kg, const uint64_t *a, const uint32_t *b,
+                        float *c, size_t ldc, const float *rs,
+                        const int32_t *rz, const float *cs,
+                        const int32_t *csum, int accumulate);
 /* Row quantization and conversion for the A side (need AVX-512 F/BW and,
  * for bf16, AVX512-BF16; the generic C versions are in gemm_lowp.c):
  * q[p] = clamp(round(x[p] / s) + z, 0, 255) for p < k; bf16 round to
@@ -160,6 +170,11 @@ void bert__quant_row_avx512(uint8_t *q, const float *x, size_t k, float inv,
                             int32_t z);
 void bert__minmax_avx512(const float *x, size_t k, float *mn, float *mx);
 void bert__bf16_row_avx512(uint16_t *h, const float *x, size_t k);
+/* The same two for int8 with AVX2 (the avx2 tier), bit for bit the C
+ * loops' results. */
+void bert__quant_row_avx2(uint8_t *q, const float *x, size_t k, float inv,
+                          int32_t z);
+void bert__minmax_avx2(const float *x, size_t k, float *mn, float *mx);
 /* The int8 output stage of bert__ukr_i8_avx512 alone: rows 0-7 of the
  * int32 sums t (48 columns, row stride 48) into C as above.  c may be t
  * itself (ldc 48): each 16 lanes are read before they are written. */

@@ -21,9 +21,10 @@
  * range, zero point round(-min/scale)), quantized as each product packs
  * them.  vpdpbusd multiplies uint8 by int8 exactly and adds four products
  * per lane into int32 without saturating (the pre-VNNI vpmaddubsw
- * saturates pairs at int16: onnxruntime#6004; CPUs without VNNI get no
- * int8 here, so that path does not exist).  The output stage subtracts
- * zero point x column sum and applies both scales. */
+ * saturates pairs at int16: onnxruntime#6004).  CPUs with AVX2 but no
+ * VNNI get the same sums from vpmaddwd on values widened to int16
+ * (bert__ukr_i8_avx2w), for which A is packed widened.  The output stage
+ * subtracts zero point x column sum and applies both scales. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -170,6 +171,7 @@ int bert__lp_pack(bert_wmat *W, int n_threads)
 typedef struct lp_tier {
     int avx512;    /* else avx2 (int8 only) */
     int amx;       /* AMX tiles (the amx tier, k in whole tiles) */
+    int wide;      /* avx2 without VNNI: A's groups as four uint16 */
     size_t mr, nr; /* nr divides BERT_PANEL */
 } lp_tier;
 
@@ -181,7 +183,8 @@ static void minmax(const lp_tier *t, const float *x, size_t k, float *mn,
         bert__minmax_avx512(x, k, mn, mx);
         return;
     }
-#endif
+    bert__minmax_avx2(x, k, mn, mx); /* the avx2 tier */
+#else
     (void)t;
     float lo = 0.0f, hi = 0.0f;
     for (size_t p = 0; p < k; p++) {
@@ -190,6 +193,7 @@ static void minmax(const lp_tier *t, const float *x, size_t k, float *mn,
     }
     *mn = lo;
     *mx = hi;
+#endif
 }
 
 /* Row x (k) as uint8 into q (k bytes); its scale and zero point. */
@@ -210,12 +214,15 @@ static void quant_row(const lp_tier *t, uint8_t *q, const float *x, size_t k,
         bert__quant_row_avx512(q, x, k, inv, z);
         return;
     }
-#endif
+    bert__quant_row_avx2(q, x, k, inv, z); /* the avx2 tier */
+#else
+    (void)t;
     for (size_t p = 0; p < k; p++) {
         float v = rne(x[p] * inv);
         v = v != v ? 0.0f : v + (float)z; /* as cvtps + add, then clamp */
         q[p] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
     }
+#endif
 }
 
 static void bf16_row(const lp_tier *t, uint16_t *h, const float *x, size_t k)
@@ -248,10 +255,18 @@ static void pack_row(const lp_tier *t, bert_precision prec, uint32_t *row,
     }
 }
 
+/* Group u (four uint8) as four uint16, low byte first (wide tiles). */
+static uint64_t widen(uint32_t u)
+{
+    return (uint64_t)(u & 0xff) | (uint64_t)(u >> 8 & 0xff) << 16 |
+           (uint64_t)(u >> 16 & 0xff) << 32 | (uint64_t)(u >> 24) << 48;
+}
+
 /* Rows [0,mc) of X into MR-row panels of groups: panel r holds
- * a[g*MR + i] = group g of row r*MR + i (rows past mc zero), with each
- * row's scale and zero point (int8).  rows: scratch of MR rows of kg*4
- * bytes each.  AMX reads rows as they are: row i at dst + i*kg. */
+ * a[g*MR + i] = group g of row r*MR + i (rows past mc zero; t->wide:
+ * uint64 groups, widened), with each row's scale and zero point (int8).
+ * rows: scratch of MR rows of kg*4 bytes each.  AMX reads rows as they
+ * are: row i at dst + i*kg. */
 static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
                    float *rs, int32_t *rz, const float *X, size_t ldx,
                    size_t mc, size_t k, size_t kg, uint32_t *rows)
@@ -260,6 +275,18 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
     if (t->amx) {
         for (size_t i = 0; i < (mc + MR - 1) / MR * MR; i++)
             pack_row(t, prec, dst + i * kg, rs, rz, X, ldx, i, mc, k, kg);
+        return;
+    }
+    if (t->wide) {
+        uint64_t *d64 = (uint64_t *)dst;
+        for (size_t r = 0; r < mc; r += MR, d64 += kg * MR) {
+            for (size_t i = 0; i < MR; i++)
+                pack_row(t, prec, rows + i * kg, rs, rz, X, ldx, r + i, mc,
+                         k, kg);
+            for (size_t g = 0; g < kg; g++)
+                for (size_t i = 0; i < MR; i++)
+                    d64[g * MR + i] = widen(rows[i * kg + g]);
+        }
         return;
     }
     for (size_t r = 0; r < mc; r += MR, dst += kg * MR) {
@@ -311,6 +338,9 @@ static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
         bert__ukr_bf16_avx512(kg, a, b, c, ldc, acc, pf);
     else if (t->avx512)
         bert__ukr_i8_avx512(kg, a, b, c, ldc, rs, rz, cs, csum, acc, pf);
+    else if (t->wide)
+        bert__ukr_i8_avx2w(kg, (const uint64_t *)a, b, c, ldc, rs, rz, cs,
+                           csum, acc);
     else
         bert__ukr_i8_avx2(kg, a, b, c, ldc, rs, rz, cs, csum, acc);
 #else
@@ -319,7 +349,8 @@ static void ukr(const lp_tier *t, bert_precision prec, size_t kg,
 #endif
 }
 
-int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
+int bert__lp_part(bert_kernels tier, unsigned cpu, const float *X,
+                  size_t ldx, size_t nw,
                   const bert_wmat *const *W, const size_t *c0,
                   const size_t *c1, int acc, float *const *Y, size_t ldy,
                   size_t m, void *buf, size_t bytes)
@@ -329,19 +360,25 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
     /* The amx tier runs k in whole tiles (16 groups: every BERT width)
      * and anything else with its AVX-512 kernels. */
     lp_tier t = {tier == BERT_KERNELS_AVX512 || tier == BERT_KERNELS_AMX,
-                 tier == BERT_KERNELS_AMX && kg % 16 == 0, 0, 0};
+                 tier == BERT_KERNELS_AMX && kg % 16 == 0,
+                 tier == BERT_KERNELS_AVX2 && !(cpu & BERT_CPU_AVX_VNNI), 0,
+                 0};
 #if BERT_HAVE_X86_KERNELS
     t.mr = t.amx ? 16 : t.avx512 ? BERT_AVX512_MR : BERT_AVX2_MR;
-    t.nr = t.amx ? BERT_PANEL : t.avx512 ? BERT_AVX512_NR : BERT_AVX2_NR;
+    t.nr = t.amx      ? BERT_PANEL
+           : t.avx512 ? BERT_AVX512_NR
+           : t.wide   ? BERT_AVX2W_NR
+                      : BERT_AVX2_NR;
 #else
+    (void)cpu;
     return -1;
 #endif
-    size_t rowb = (t.mr * kg * 4 + 63) & ~(size_t)63;
+    size_t rowb = (t.mr * kg * 4 + 63) & ~(size_t)63, gb = t.wide ? 8 : 4;
     /* buf: MR rows of scratch, then per block row a scale, a zero point
-     * and its groups. */
+     * and its groups (gb bytes each). */
     if (bytes < rowb + 64)
         return -1;
-    size_t mcl = (bytes - rowb - 64) / (kg * 4 + 8), ncols = 0;
+    size_t mcl = (bytes - rowb - 64) / (kg * gb + 8), ncols = 0;
     for (size_t w = 0; w < nw; w++)
         ncols += c1[w] - c0[w];
     size_t cap = m >= LP_WIDE_ROWS && ncols >= LP_WIDE_COLS ? LP_MC_WIDE : LP_MC;
@@ -377,7 +414,7 @@ int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
                 const int32_t *csum = sum + jc;
                 for (size_t ir = 0; ir < mc; ir += t.mr) {
                     size_t mr = mc - ir < t.mr ? mc - ir : t.mr;
-                    const uint32_t *a = ap + ir * kg;
+                    const uint32_t *a = ap + ir * kg * (gb / 4);
                     float *c = Y[w] + (ic + ir) * ldy + jc;
                     const bert_pf *pf = &plan[ir / t.mr];
                     if (mr == t.mr && nr == t.nr) {
@@ -420,10 +457,8 @@ static const char *precision_missing(bert_precision p, bert_kernels k)
             return f & BERT_CPU_AVX512_VNNI ? NULL
                    : "int8 on the avx512 tier needs AVX512-VNNI, which "
                      "this CPU lacks";
-        if (k == BERT_KERNELS_AVX2)
-            return f & BERT_CPU_AVX_VNNI ? NULL
-                   : "int8 on the avx2 tier needs AVX-VNNI, which this CPU "
-                     "lacks";
+        if (k == BERT_KERNELS_AVX2) /* VNNI or widened (same sums) */
+            return NULL;
         return "the blis tier runs fp32 only";
     case BERT_PRECISION_BF16:
         if (k == BERT_KERNELS_AVX512)
@@ -444,8 +479,9 @@ int bert__precision_supported(bert_precision p, bert_kernels k, char *why,
     if (k == BERT_KERNELS_AUTO && p != BERT_PRECISION_FP32) {
         if (bert__precision_tier(p) == BERT_KERNELS_AUTO)
             miss = p == BERT_PRECISION_INT8
-                       ? "int8 needs AVX512-VNNI (with AVX-512 F/BW/DQ/VL) "
-                         "or AVX-VNNI (with AVX2), and this CPU has neither"
+                       ? "int8 needs AVX2 (with FMA), or AVX-512 "
+                         "F/BW/DQ/VL with AVX512-VNNI, and this CPU has "
+                         "neither"
                    : p == BERT_PRECISION_BF16
                        ? "bf16 needs AVX512-BF16 (with AVX-512 F/BW/DQ/VL), "
                          "which this CPU lacks"

@@ -20,10 +20,13 @@ int bert__lp_pack(bert_wmat *W, int n_threads);
  * [c0[w],c1[w]) (c0 a multiple of BERT_PANEL), for nw matrices packed in
  * the same precision (INT8 or BF16) with the same k: the activations are
  * quantized once for all of them.  tier's micro-kernels (AVX512 or AVX2,
- * which must run that precision here).  buf: scratch of `bytes` bytes,
+ * which must run that precision here); cpu: the CPU's features
+ * (bert__cpu_features, read when the context was made), which choose
+ * between the avx2 tier's VNNI and widening int8 kernels.  buf: scratch of `bytes` bytes,
  * 64-byte aligned.  0, or -1 when buf cannot hold one block of rows (k
  * absurdly large): nothing was written. */
-int bert__lp_part(bert_kernels tier, const float *X, size_t ldx, size_t nw,
+int bert__lp_part(bert_kernels tier, unsigned cpu, const float *X,
+                  size_t ldx, size_t nw,
                   const bert_wmat *const *W, const size_t *c0,
                   const size_t *c1, int acc, float *const *Y, size_t ldy,
                   size_t m, void *buf, size_t bytes);

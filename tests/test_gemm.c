@@ -425,6 +425,98 @@ static void test_lowp_weights(void)
                                         BERT_KERNELS_BLIS, NULL, 0));
 }
 
+/* The widened int8 kernel (plain AVX2, for CPUs without VNNI) called
+ * directly, so that it is checked on CPUs whose avx2 tier runs vpdpbusd
+ * instead: its outputs must be bit for bit the documented output stage of
+ * the exact int32 sums, for the extreme values (255 x -127 in every lane,
+ * where AVX2's vpmaddubsw would saturate) and random ones, both with and
+ * without accumulation. */
+static void test_i8_widened_kernel(void)
+{
+#if BERT_HAVE_X86_KERNELS
+    if (!(bert__cpu_features() & BERT_CPU_AVX2)) {
+        printf("\n  skipped: this CPU (or OS) lacks AVX2");
+        return;
+    }
+    enum { MR = 6, NR = BERT_AVX2W_NR };
+    static const size_t kgs[] = {1, 3, 192, 768};
+    for (size_t ki = 0; ki < sizeof kgs / sizeof kgs[0]; ki++)
+        for (int extreme = 0; extreme < 2; extreme++) {
+            size_t kg = kgs[ki];
+            uint8_t *qa = malloc(MR * kg * 4);
+            int8_t *qw = malloc(NR * kg * 4);
+            uint64_t *a = malloc(MR * kg * 8);
+            uint32_t *b = malloc(kg * BERT_PANEL * 4);
+            CU_ASSERT_FATAL(qa && qw && a && b);
+            for (size_t q = 0; q < MR * kg * 4; q++)
+                qa[q] = extreme ? 255 : (uint8_t)(frand() * 127.5f + 127.5f);
+            for (size_t q = 0; q < NR * kg * 4; q++)
+                qw[q] = extreme ? (q % 7 ? -127 : 127)
+                                : (int8_t)(frand() * 127.0f);
+            /* a[g*MR + i]: group g of row i widened; b: group g of column
+             * j at b[g*BERT_PANEL + j], values in byte order. */
+            for (size_t g = 0; g < kg; g++) {
+                for (size_t i = 0; i < MR; i++) {
+                    uint64_t v = 0;
+                    for (int e = 0; e < 4; e++)
+                        v |= (uint64_t)qa[i * kg * 4 + g * 4 + e] << (16 * e);
+                    a[g * MR + i] = v;
+                }
+                for (size_t j = 0; j < BERT_PANEL; j++) {
+                    uint32_t v = 0;
+                    for (int e = 0; j < NR && e < 4; e++)
+                        v |= (uint32_t)(uint8_t)qw[j * kg * 4 + g * 4 + e]
+                             << (8 * e);
+                    b[g * BERT_PANEL + j] = v;
+                }
+            }
+            float rs[MR], cs[NR], c[MR * NR], c0[MR * NR];
+            int32_t rz[MR], csum[NR];
+            for (size_t i = 0; i < MR; i++) {
+                rs[i] = 0.01f + 0.001f * (float)i;
+                rz[i] = (int32_t)(i * 37 % 256);
+            }
+            for (size_t j = 0; j < NR; j++) {
+                int32_t sum = 0;
+                for (size_t q = 0; q < kg * 4; q++)
+                    sum += qw[j * kg * 4 + q];
+                csum[j] = sum;
+                cs[j] = 0.003f * (float)(j + 1);
+            }
+            for (int accumulate = 0; accumulate < 2; accumulate++) {
+                for (size_t i = 0; i < MR * NR; i++)
+                    c[i] = c0[i] = frand();
+                bert__ukr_i8_avx2w(kg, a, b, c, NR, rs, rz, cs, csum,
+                                   accumulate);
+                int same = 1;
+                for (size_t i = 0; i < MR; i++)
+                    for (size_t j = 0; j < NR; j++) {
+                        int64_t acc = 0;
+                        for (size_t q = 0; q < kg * 4; q++)
+                            acc += (int64_t)qa[i * kg * 4 + q] *
+                                   qw[j * kg * 4 + q];
+                        float f = (float)(int32_t)(acc - (int64_t)rz[i] *
+                                                             csum[j]);
+                        float sc = rs[i] * cs[j];
+                        float want = accumulate ? fmaf(f, sc, c0[i * NR + j])
+                                                : f * sc;
+                        if (memcmp(&want, &c[i * NR + j], sizeof want)) {
+                            if (same)
+                                printf("\n  kg %zu%s acc %d (%zu,%zu): %.9g, "
+                                       "want %.9g",
+                                       kg, extreme ? " extreme" : "",
+                                       accumulate, i, j, c[i * NR + j],
+                                       want);
+                            same = 0;
+                        }
+                    }
+                CU_ASSERT(same);
+            }
+            free(qa), free(qw), free(a), free(b);
+        }
+#endif
+}
+
 /* bert__gemm_wn (Q, K and V as one product) gives each matrix bit for
  * bit what bert__gemm_w gives it alone, in every precision and tier, on
  * the threads (joint column split) and through a slot. */
@@ -634,6 +726,8 @@ int main(void)
     CU_add_test(su, "sgemm1 slots from threads", test_sgemm1_slots);
     CU_add_test(su, "packed weights", test_packed_weights);
     CU_add_test(su, "int8 and bf16 weights", test_lowp_weights);
+    CU_add_test(su, "the widened int8 kernel (AVX2 without VNNI)",
+                test_i8_widened_kernel);
     CU_add_test(su, "Q, K, V as one product", test_joint_weights);
     CU_add_test(su, "tensor-parallel parts of a product", test_part_products);
     CU_add_test(su, "the kernels' prefetch plan", test_prefetch_plan);

@@ -79,8 +79,9 @@ typedef enum {
  *    (vdpbf16ps; needs AVX512-BF16 and the avx512 tier);
  *  - INT8: weights quantized once at load (symmetric, per output channel),
  *    activations per row at run time (asymmetric uint8), int32 sums
- *    (vpdpbusd; needs AVX512-VNNI with the avx512 tier or AVX-VNNI with
- *    avx2), scales applied in the output stage.
+ *    (vpdpbusd with AVX512-VNNI on the avx512 tier or AVX-VNNI on avx2;
+ *    on AVX2 without VNNI, vpmaddwd on widened values: the same sums),
+ *    scales applied in the output stage.
  * Embeddings, LayerNorm, softmax, attention's products and the activation
  * functions stay float32 in every precision. */
 typedef enum {
