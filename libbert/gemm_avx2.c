@@ -232,22 +232,23 @@ void bert__ukr_avx2_rows(size_t k, const float *a, size_t lda, const float *b,
         __asm__("%{vex%} vpdpbusd %[w], %[x], %[c]"                               \
                 : [c] "+x"(d##i##1) : [x] "x"(ai), [w] "x"(b1));              \
     }
-#define V_OUT1(i, q)                                                          \
-    {                                                                         \
-        __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(                       \
-            d##i##q, _mm256_mullo_epi32(vz, sum##q)));                        \
-        __m256 sc = _mm256_mul_ps(vs, scl##q);                                \
-        float *cq = c + (i) * ldc + 8 * (q);                                  \
-        _mm256_storeu_ps(cq, accumulate                                       \
-                                 ? _mm256_fmadd_ps(f, sc, _mm256_loadu_ps(cq)) \
-                                 : _mm256_mul_ps(f, sc));                     \
-    }
+/* The int8 output stage of 8 columns of one row (both avx2 kernels):
+ * c := rs cs (d - rz csum), or c + that when accumulate. */
+__attribute__((target("avx2,fma"))) static inline void
+i8_out8(__m256i d, int32_t rz, float rs, const float *cs, const int32_t *csum,
+        float *c, int accumulate)
+{
+    __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(
+        d, _mm256_mullo_epi32(_mm256_set1_epi32(rz),
+                              _mm256_loadu_si256((const __m256i *)csum))));
+    __m256 sc = _mm256_mul_ps(_mm256_set1_ps(rs), _mm256_loadu_ps(cs));
+    _mm256_storeu_ps(c, accumulate ? _mm256_fmadd_ps(f, sc, _mm256_loadu_ps(c))
+                                   : _mm256_mul_ps(f, sc));
+}
 #define V_OUT(i)                                                              \
-    {                                                                         \
-        __m256i vz = _mm256_set1_epi32(rz[i]);                                \
-        __m256 vs = _mm256_set1_ps(rs[i]);                                    \
-        V_OUT1(i, 0) V_OUT1(i, 1)                                             \
-    }
+    i8_out8(d##i##0, rz[i], rs[i], cs, csum, c + (i) * ldc, accumulate);      \
+    i8_out8(d##i##1, rz[i], rs[i], cs + 8, csum + 8, c + (i) * ldc + 8,       \
+            accumulate);
 #define V_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
 __attribute__((target("avx2,fma,avxvnni")))
@@ -264,9 +265,6 @@ void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
         a += 6;
         b += BERT_PANEL;
     }
-    const __m256 scl0 = _mm256_loadu_ps(cs), scl1 = _mm256_loadu_ps(cs + 8);
-    const __m256i sum0 = _mm256_loadu_si256((const __m256i *)csum),
-                  sum1 = _mm256_loadu_si256((const __m256i *)(csum + 8));
     V_ROWS(V_OUT)
 }
 #endif
@@ -300,17 +298,9 @@ void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
     }
 /* hadd gives columns 0 1 4 5 | 2 3 6 7; the permute puts them in order. */
 #define W_OUT(i)                                                              \
-    {                                                                         \
-        __m256i s = _mm256_permute4x64_epi64(                                 \
-            _mm256_hadd_epi32(e##i##0, e##i##1), 0xd8);                       \
-        __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(                       \
-            s, _mm256_mullo_epi32(_mm256_set1_epi32(rz[i]), sum)));          \
-        __m256 sc = _mm256_mul_ps(_mm256_set1_ps(rs[i]), scl);                \
-        float *ci = c + (i) * ldc;                                            \
-        _mm256_storeu_ps(ci, accumulate                                       \
-                                 ? _mm256_fmadd_ps(f, sc, _mm256_loadu_ps(ci)) \
-                                 : _mm256_mul_ps(f, sc));                     \
-    }
+    i8_out8(_mm256_permute4x64_epi64(_mm256_hadd_epi32(e##i##0, e##i##1),     \
+                                     0xd8),                                   \
+            rz[i], rs[i], cs, csum, c + (i) * ldc, accumulate);
 
 __attribute__((target("avx2,fma")))
 void bert__ukr_i8_avx2w(size_t kg, const uint64_t *a, const uint32_t *b,
@@ -328,8 +318,6 @@ void bert__ukr_i8_avx2w(size_t kg, const uint64_t *a, const uint32_t *b,
         a += 6;
         b += BERT_PANEL;
     }
-    const __m256 scl = _mm256_loadu_ps(cs);
-    const __m256i sum = _mm256_loadu_si256((const __m256i *)csum);
     V_ROWS(W_OUT)
 }
 #endif
