@@ -322,8 +322,8 @@ __attribute__((target("avx2"))) static float dot_madd256(long iters)
 /* The peak of the instruction that the reduced-precision kernels of this
  * tier multiply with (vdpbf16ps for bf16, vpdpbusd for int8, or vpmaddwd
  * with its vpaddd where the avx2 tier widens int8 for want of VNNI), in
- * G(FL)OP/s counting a multiply-add as 2 as for float32; *insn names it.  0 where
- * there is none to measure (fp32, the amx and blis tiers).  bf16's bound on
+ * G(FL)OP/s counting a multiply-add as 2 as for float32; *insn names it.
+ * 0 where there is none to measure (fp32, the amx and blis tiers).  bf16's bound on
  * its speed against fp32 is this over the FMA peak: on the Xeon VM of
  * BENCHMARKS.md vdpbf16ps issues at half the FMA's rate. */
 static double dot_peak(int threads, bert_precision prec, bert_kernels tier,

@@ -339,7 +339,7 @@ __attribute__((target("avx2"))) static void load_tail(const float *x,
                : _mm256_setzero_ps();
 }
 
-/* As gemm_lowp.c's C loop: min(v, lo) keeps lo where v is NaN. */
+/* min(v, lo) keeps lo where v is NaN. */
 __attribute__((target("avx2"))) void bert__minmax_avx2(const float *x,
                                                        size_t k, float *mn,
                                                        float *mx)

@@ -163,15 +163,15 @@ void bert__ukr_i8_avx2w(size_t kg, const uint64_t *a, const uint32_t *b,
                         const int32_t *rz, const float *cs,
                         const int32_t *csum, int accumulate);
 /* Row quantization and conversion for the A side (need AVX-512 F/BW and,
- * for bf16, AVX512-BF16; the generic C versions are in gemm_lowp.c):
+ * for bf16, AVX512-BF16):
  * q[p] = clamp(round(x[p] / s) + z, 0, 255) for p < k; bf16 round to
  * nearest even into h[p]. */
 void bert__quant_row_avx512(uint8_t *q, const float *x, size_t k, float inv,
                             int32_t z);
 void bert__minmax_avx512(const float *x, size_t k, float *mn, float *mx);
 void bert__bf16_row_avx512(uint16_t *h, const float *x, size_t k);
-/* The same two for int8 with AVX2 (the avx2 tier), bit for bit the C
- * loops' results. */
+/* The same two for int8 with AVX2 (the avx2 tier): for finite rows, bit
+ * for bit the AVX-512 pair's results. */
 void bert__quant_row_avx2(uint8_t *q, const float *x, size_t k, float inv,
                           int32_t z);
 void bert__minmax_avx2(const float *x, size_t k, float *mn, float *mx);

@@ -175,24 +175,19 @@ typedef struct lp_tier {
     size_t mr, nr; /* nr divides BERT_PANEL */
 } lp_tier;
 
+/* The activation side runs on the x86 kernels only (bert__lp_part returns
+ * -1 without them): min/max and quantization are theirs. */
 static void minmax(const lp_tier *t, const float *x, size_t k, float *mn,
                    float *mx)
 {
 #if BERT_HAVE_X86_KERNELS
-    if (t->avx512) {
+    if (t->avx512)
         bert__minmax_avx512(x, k, mn, mx);
-        return;
-    }
-    bert__minmax_avx2(x, k, mn, mx); /* the avx2 tier */
+    else
+        bert__minmax_avx2(x, k, mn, mx);
 #else
-    (void)t;
-    float lo = 0.0f, hi = 0.0f;
-    for (size_t p = 0; p < k; p++) {
-        lo = x[p] < lo ? x[p] : lo;
-        hi = x[p] > hi ? x[p] : hi;
-    }
-    *mn = lo;
-    *mx = hi;
+    (void)t, (void)x, (void)k;
+    *mn = *mx = 0.0f;
 #endif
 }
 
@@ -210,18 +205,12 @@ static void quant_row(const lp_tier *t, uint8_t *q, const float *x, size_t k,
     *scale = isfinite(s) ? s : NAN;
     *zero = z;
 #if BERT_HAVE_X86_KERNELS
-    if (t->avx512) {
+    if (t->avx512)
         bert__quant_row_avx512(q, x, k, inv, z);
-        return;
-    }
-    bert__quant_row_avx2(q, x, k, inv, z); /* the avx2 tier */
+    else
+        bert__quant_row_avx2(q, x, k, inv, z);
 #else
-    (void)t;
-    for (size_t p = 0; p < k; p++) {
-        float v = rne(x[p] * inv);
-        v = v != v ? 0.0f : v + (float)z; /* as cvtps + add, then clamp */
-        q[p] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
-    }
+    (void)t, (void)q;
 #endif
 }
 
@@ -277,19 +266,8 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
             pack_row(t, prec, dst + i * kg, rs, rz, X, ldx, i, mc, k, kg);
         return;
     }
-    if (t->wide) {
-        uint64_t *d64 = (uint64_t *)dst;
-        for (size_t r = 0; r < mc; r += MR, d64 += kg * MR) {
-            for (size_t i = 0; i < MR; i++)
-                pack_row(t, prec, rows + i * kg, rs, rz, X, ldx, r + i, mc,
-                         k, kg);
-            for (size_t g = 0; g < kg; g++)
-                for (size_t i = 0; i < MR; i++)
-                    d64[g * MR + i] = widen(rows[i * kg + g]);
-        }
-        return;
-    }
-    for (size_t r = 0; r < mc; r += MR, dst += kg * MR) {
+    size_t step = kg * MR * (t->wide ? 2 : 1); /* a panel, in uint32 */
+    for (size_t r = 0; r < mc; r += MR, dst += step) {
         for (size_t i = 0; i < MR; i++)
             pack_row(t, prec, rows + i * kg, rs, rz, X, ldx, r + i, mc, k,
                      kg);
@@ -302,9 +280,14 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
             continue;
         }
 #endif
-        for (size_t g = 0; g < kg; g++)
-            for (size_t i = 0; i < MR; i++)
-                dst[g * MR + i] = rows[i * kg + g];
+        if (t->wide)
+            for (size_t g = 0; g < kg; g++)
+                for (size_t i = 0; i < MR; i++)
+                    ((uint64_t *)dst)[g * MR + i] = widen(rows[i * kg + g]);
+        else
+            for (size_t g = 0; g < kg; g++)
+                for (size_t i = 0; i < MR; i++)
+                    dst[g * MR + i] = rows[i * kg + g];
     }
 }
 

@@ -22,8 +22,8 @@ int bert__lp_pack(bert_wmat *W, int n_threads);
  * quantized once for all of them.  tier's micro-kernels (AVX512 or AVX2,
  * which must run that precision here); cpu: the CPU's features
  * (bert__cpu_features, read when the context was made), which choose
- * between the avx2 tier's VNNI and widening int8 kernels.  buf: scratch of `bytes` bytes,
- * 64-byte aligned.  0, or -1 when buf cannot hold one block of rows (k
+ * between the avx2 tier's VNNI and widening int8 kernels.  buf: scratch
+ * of `bytes` bytes, 64-byte aligned.  0, or -1 when buf cannot hold one block of rows (k
  * absurdly large): nothing was written. */
 int bert__lp_part(bert_kernels tier, unsigned cpu, const float *X,
                   size_t ldx, size_t nw,

@@ -86,10 +86,10 @@ for p in bf16 int8; do
     # to measure (none on the amx tier), and the right instruction: int8's
     # avx2 kernel widens to vpmaddwd + vpaddd on CPUs without VNNI
     case $p in bf16) insn=vdpbf16ps ;; *) insn=vpdpbusd ;; esac
-    case $p,$json in
-    int8,*'"gemm_kernels":"avx2"'*'"cpu_features":"'*avx_vnni*) ;;
-    int8,*'"gemm_kernels":"avx2"'*) insn=vpmaddwd+vpaddd ;;
-    esac
+    if [ $p = int8 ] && echo "$json" | grep -q '"gemm_kernels":"avx2"' &&
+        ! echo "$json" | grep -q '"cpu_features":"[^"]*avx_vnni'; then
+        insn=vpmaddwd+vpaddd
+    fi
     case $json in
     *'"dot_insn":""'*) echo "$json" | grep -q '"gemm_kernels":"amx"' ||
         die "bert-bench --precision $p measured no dot peak: $json" ;;
