@@ -88,6 +88,10 @@ static void usage(FILE *f)
 "  --layer-lr-decay X     layer-wise decay (ELECTRA's): the head learns at\n"
 "                         lr, encoder layer l of L at lr * X^(L-l), the\n"
 "                         embeddings at lr * X^(L+1) (default 1 = off)\n"
+"  --rdrop X              R-Drop (sequence/token): each batch runs twice\n"
+"                         under two dropout masks and X weighs their\n"
+"                         symmetric KL against the cross-entropy (default\n"
+"                         0 = off; 1 is typical); twice the time a step\n"
 "  --warmup X             warm-up: fraction of steps if < 1, else steps (0.1)\n"
 "  --weight-decay X       AdamW decay, not on biases/LayerNorm (0.01)\n"
 "  --max-grad-norm X      gradient clipping (1.0; 0 = off)\n"
@@ -168,6 +172,7 @@ static const app_optdef defs[] = {
     {"save-state", APP_SET, F(fit.save_state)},
     {"embedding-lr-scale", APP_FLT, F(train.embedding_lr_scale)},
     {"layer-lr-decay", APP_FLT, F(train.layer_lr_decay)},
+    {"rdrop", APP_FLT, F(train.rdrop)},
     {"sinusoidal-positions", APP_SET, F(sinpos)},
     {"stop-after-epochs", APP_SZ, F(fit.stop_after_epochs)}};
 

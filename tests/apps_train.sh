@@ -3,7 +3,7 @@
 # --config with the vocabulary of data/sentiment: what the model directory
 # holds, saves that survive a kill or a full disk (file size limit), the
 # opt-in resume state, --out checked before training, and the refusals
-# (one-class data, dropout outside [0, 1)), and --init from the bundled
+# (one-class data, dropout outside [0, 1), a bad --rdrop), R-Drop, and --init from the bundled
 # pre-trained encoder.  Each run takes a fraction of a second.
 . "$(dirname "$0")/lib.sh"
 TRAIN=$top_builddir/apps/bert-train
@@ -158,6 +158,15 @@ config "$tmp/config.json" attention 1
 train "dropout 1 --no-dropout" "$tmp/d" --epochs 1 --no-dropout
 [ $st = 0 ] || die "item 11: dropout 1 with --no-dropout: exit $st: $(cat "$tmp/err")"
 config "$tmp/config.json"
+
+# --- R-Drop: trains (twice the rows a step), refuses a bad weight ---------
+train rdrop "$tmp/rd" --epochs 2 --rdrop 1 --dev "$tmp/train.csv"
+[ $st = 0 ] && [ -s "$tmp/rd/model.safetensors" ] && grep -q 'epoch 2: train loss .* accuracy' "$tmp/err" ||
+    die "--rdrop 1: exit $st: $(cat "$tmp/err")"
+train "rdrop -1" "$tmp/rdb" --epochs 1 --rdrop -1
+[ $st = 2 ] && grep -q 'rdrop -1 is not a weight' "$tmp/err" || die "--rdrop -1: exit $st: $(cat "$tmp/err")"
+train "rdrop nan" "$tmp/rdb" --epochs 1 --rdrop nan
+[ $st = 1 ] && grep -q "bad number 'nan'" "$tmp/err" || die "--rdrop nan: exit $st: $(cat "$tmp/err")"
 
 # The bundled pre-trained encoder (data/base-en) is a starting point for
 # --init: an encoder (BertModel) of 128 positions that fine-tunes into a

@@ -309,6 +309,60 @@ static void test_crossentropy(void)
     check_fd("dlogits", logits, CN * CC, d, NULL, scale, ce_loss, &c);
 }
 
+/* R-Drop's term: 3 pairs of rows (6 x CC logits), the middle pair masked
+ * out; its value against the definition written out here, its gradient
+ * against finite differences, and it adds to dlogits. */
+typedef struct {
+    double *logits;
+    const int32_t *mask;
+} kl_ctx;
+
+static double kl_loss(void *v)
+{
+    kl_ctx *c = v;
+    return bert__td_sym_kl(NULL, c->logits, c->mask, 3, CC, 1.0);
+}
+
+static void test_sym_kl(void)
+{
+    double logits[6 * CC], d[6 * CC], d0[6 * CC];
+    static const int32_t mask[3] = {1, -100, 0};
+    filld(logits, 6 * CC, 52, 3);
+    start(d, d0, 6 * CC, 53);
+    kl_ctx c = {logits, mask};
+    const double scale = 0.75;
+    double v = bert__td_sym_kl(d, logits, mask, 3, CC, scale);
+    double want = 0.0;
+    for (int i = 0; i < 3; i += 2) { /* pairs 0 and 2 */
+        double p[CC], q[CC], zp = 0, zq = 0, k = 0;
+        for (int j = 0; j < CC; j++) {
+            p[j] = exp(logits[i * CC + j]);
+            q[j] = exp(logits[(3 + i) * CC + j]);
+            zp += p[j];
+            zq += q[j];
+        }
+        for (int j = 0; j < CC; j++) {
+            p[j] /= zp;
+            q[j] /= zq;
+            k += 0.5 * (p[j] - q[j]) * log(p[j] / q[j]);
+        }
+        want += k;
+    }
+    printf("value %.1e ", fabs(v - want));
+    CU_ASSERT(fabs(v - want) <= 1e-12 * fabs(want));
+    CU_ASSERT(want > 0.1); /* the draw's rows do disagree */
+    for (int j = 0; j < CC; j++) /* the masked pair is left alone */
+        CU_ASSERT(d[CC + j] == d0[CC + j] && d[4 * CC + j] == d0[4 * CC + j]);
+    check_fd("dlogits", logits, 6 * CC, d, d0, scale, kl_loss, &c);
+    /* one pair (rows 0 and 1) of equal rows: no divergence, no gradient */
+    memcpy(logits + CC, logits, CC * sizeof *logits);
+    memset(d, 0, sizeof d);
+    double z = bert__td_sym_kl(d, logits, NULL, 1, CC, 1.0);
+    CU_ASSERT(fabs(z) < 1e-15);
+    for (int j = 0; j < 2 * CC; j++)
+        CU_ASSERT(fabs(d[j]) < 1e-15);
+}
+
 typedef struct {
     double *x, *y, *R;
     size_t n;
@@ -535,6 +589,22 @@ static void test_float_vs_double(void)
         cmp32("dlogits", fd, d, N * C);
         free(l); free(d); free(fl); free(fd);
     }
+    /* R-Drop's term, 4 pairs x 31 classes, one masked out */
+    {
+        size_t N = 4, C = 31;
+        int32_t mk[4] = {0, 2, -100, 1};
+        double *l = rndd(2 * N * C, 125, 4), *d = rndd(2 * N * C, 126, 1);
+        float *fl = tof(l, 2 * N * C), *fd = tof(d, 2 * N * C);
+        double v = bert__td_sym_kl(d, l, mk, N, C, 0.5);
+        double fv = bert__t_sym_kl(fd, fl, mk, N, C, 0.5f);
+        printf("\n  R-Drop KL: ");
+        double le = fabs(fv - v) / fabs(v);
+        printf("value %.1e ", le);
+        g_worst_f32 = fmax(g_worst_f32, le);
+        CU_ASSERT(le <= F32_TOL);
+        cmp32("dlogits", fd, d, 2 * N * C);
+        free(l); free(d); free(fl); free(fd);
+    }
     /* dropout: same mask, scale 1/(1-p) in each precision */
     {
         size_t n = 1001;
@@ -579,10 +649,23 @@ static void model_gradcheck(bert_train_task task, const char *act, float drop)
      * this draw is 8e-4 from zero), so that most parameters stay checked
      * (84%); those whose steps cross one are skipped (trainutil.h) */
     static const tr_fd fd_relu = {1, 5e-3f, 1e-3, 1.0};
-    tr_model_gradcheck(write_tiny_config("grad", act, drop), task, types,
+    tr_model_gradcheck(write_tiny_config("grad", act, drop), task, types, 0.0f,
                        strcmp(act, "relu") == 0 ? &fd_relu : &fd, NULL,
                        &g_worst_model);
 }
+
+/* R-Drop: the doubled batch's loss, KL term included, under dropout (with
+ * none the two passes agree and the term is 0) */
+static void rdrop_gradcheck(bert_train_task task, float drop)
+{
+    static const int32_t types[10] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 0};
+    static const tr_fd fd = {1, 1e-2f, 1e-3, 1.0};
+    tr_model_gradcheck(write_tiny_config("grad", "gelu", drop), task, types,
+                       2.0f, &fd, NULL, &g_worst_model);
+}
+
+static void test_model_grad_seq_rdrop(void) { rdrop_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
+static void test_model_grad_tok_rdrop(void) { rdrop_gradcheck(BERT_TRAIN_TOKEN, 0.1f); }
 
 static void test_model_grad_seq(void) { model_gradcheck(BERT_TRAIN_SEQUENCE, "gelu", 0.0f); }
 static void test_model_grad_seq_drop(void) { model_gradcheck(BERT_TRAIN_SEQUENCE, "gelu_new", 0.2f); }
@@ -608,7 +691,7 @@ static void roberta_gradcheck(bert_train_task task, float drop)
         "\"attention_probs_dropout_prob\":%g,\"initializer_range\":0.5,"
         "\"pad_token_id\":1}",
         drop, drop);
-    tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
+    tr_model_gradcheck(cfg, task, types, 0.0f, &fd, NULL, &g_worst_model);
 }
 
 /* ELECTRA: embeddings of width E = 4 projected to H = 6 by
@@ -628,7 +711,7 @@ static void electra_gradcheck(bert_train_task task, float drop)
         "\"attention_probs_dropout_prob\":%g,\"initializer_range\":0.5,"
         "\"pad_token_id\":0}",
         drop, drop);
-    tr_model_gradcheck(cfg, task, types, &fd, NULL, &g_worst_model);
+    tr_model_gradcheck(cfg, task, types, 0.0f, &fd, NULL, &g_worst_model);
 }
 
 static void test_model_grad_electra_seq(void) { electra_gradcheck(BERT_TRAIN_SEQUENCE, 0.2f); }
@@ -733,6 +816,88 @@ static void test_layer_lr_decay(void)
 {
     layer_lr_decay(1); /* the one layer learns at lr * d */
     layer_lr_decay(3);
+}
+
+/* R-Drop without dropout: both passes are the same forward, so the loss,
+ * the gradient and the logits are those of the plain step (the KL term is
+ * 0 and the two cross-entropies' mean is the one); with dropout the loss
+ * differs.  Masked LM and bad weights are refused. */
+static void test_rdrop(void)
+{
+    static const int32_t ids[10] = {2, 5, 7, 3, 1, 2, 9, 4, 0, 0};
+    static const size_t lens[2] = {5, 3};
+    static const int32_t seq[2] = {1, 2};
+    static const int32_t tok[10] = {-100, 1, 2, 0, -100, -100, 2, 1, -100, -100};
+    for (int task = BERT_TRAIN_SEQUENCE; task <= BERT_TRAIN_TOKEN; task++) {
+        const char *cfg = write_tiny_config("rdrop", "gelu", 0.1f);
+        bert_train_params p = bert_train_default_params();
+        p.task = (bert_train_task)task;
+        p.num_labels = 3;
+        p.seed = 5;
+        bert_train_batch b = {2, 5, ids, NULL, lens,
+                              task == BERT_TRAIN_SEQUENCE ? seq : tok};
+        size_t nl = task == BERT_TRAIN_SEQUENCE ? 2 * 3 : 10 * 3;
+        bert_trainer *t[2];
+        double loss[2];
+        float logits[2][30 + 1];
+        for (int i = 0; i < 2; i++) {
+            p.dropout = 0;
+            p.rdrop = i ? 1.0f : 0.0f;
+            t[i] = tr_trainer_create(NULL, cfg, &p);
+            logits[i][nl] = 12345.0f; /* a guard after the batch's rows */
+            bert_error err;
+            CU_ASSERT_EQUAL_FATAL(bert__t_run(t[i], &b, 1, 1, 1.0f, logits[i],
+                                              &loss[i], &err), 0);
+            CU_ASSERT(logits[i][nl] == 12345.0f);
+        }
+        /* float sums in another order: differences relative to the
+         * largest gradient */
+        double worst = 0, gmax = 0;
+        for (size_t k = 0; k < t[0]->nparams; k++)
+            gmax = fmax(gmax, fabs(t[0]->grads[k]));
+        for (size_t k = 0; k < t[0]->nparams; k++)
+            worst = fmax(worst, fabs(t[1]->grads[k] - t[0]->grads[k]) / gmax);
+        printf("\n  %s, no dropout: loss %.9g and %.9g, gradients %.1e ",
+               task == BERT_TRAIN_SEQUENCE ? "sequence" : "token", loss[0],
+               loss[1], worst);
+        CU_ASSERT(fabs(loss[1] - loss[0]) <= 1e-6 * loss[0]);
+        CU_ASSERT(gmax > 1e-3 && worst <= 1e-5);
+        for (size_t k = 0; k < nl; k++)
+            CU_ASSERT(fabs(logits[1][k] - logits[0][k]) <= 1e-5);
+        /* with dropout the two passes differ, and the KL term adds */
+        bert_trainer_free(t[1]);
+        p.dropout = 1;
+        p.rdrop = 1.0f;
+        t[1] = tr_trainer_create(NULL, cfg, &p);
+        bert_error err;
+        double l2;
+        CU_ASSERT_EQUAL(bert_trainer_accumulate(t[1], &b, 1.0f, &l2, &err), 0);
+        CU_ASSERT(isfinite(l2) && fabs(l2 - loss[0]) > 1e-6);
+        /* evaluation is one pass, as without R-Drop */
+        float ev[2][30];
+        CU_ASSERT_EQUAL(bert_trainer_predict(t[0], &b, ev[0], NULL, &err), 0);
+        CU_ASSERT_EQUAL(bert_trainer_predict(t[1], &b, ev[1], NULL, &err), 0);
+        for (size_t k = 0; k < nl; k++)
+            CU_ASSERT(ev[0][k] == ev[1][k]);
+        for (int i = 0; i < 2; i++)
+            bert_trainer_free(t[i]);
+    }
+    static const float bad[3] = {-1.0f, NAN, INFINITY};
+    const char *cfg = write_tiny_config("rdrop", "gelu", 0.1f);
+    for (int i = 0; i < 4; i++) {
+        bert_train_params p = bert_train_default_params();
+        p.num_labels = 3;
+        if (i < 3)
+            p.rdrop = bad[i];
+        else {
+            p.task = BERT_TRAIN_MLM;
+            p.rdrop = 0.5f;
+        }
+        bert_trainer *x = NULL;
+        bert_error err;
+        CU_ASSERT_EQUAL(bert_trainer_create(NULL, cfg, &p, &x, &err), BERT_EINVAL);
+        CU_ASSERT(x == NULL);
+    }
 }
 
 /* --- fixture -------------------------------------------------------------- */
@@ -902,15 +1067,19 @@ int main(void)
         {"attention backward", test_attention},
         {"embeddings backward", test_embeddings},
         {"cross-entropy backward", test_crossentropy},
+        {"R-Drop KL backward", test_sym_kl},
         {"dropout backward", test_dropout},
         {"float kernels vs double", test_float_vs_double},
         {"model gradient: sequence", test_model_grad_seq},
         {"model gradient: sequence+dropout", test_model_grad_seq_drop},
         {"model gradient: token", test_model_grad_tok},
         {"model gradient: mlm", test_model_grad_mlm},
+        {"model gradient: sequence+dropout, R-Drop", test_model_grad_seq_rdrop},
+        {"model gradient: token+dropout, R-Drop", test_model_grad_tok_rdrop},
         {"tiny model learns", test_learns_tiny},
         {"deterministic", test_deterministic},
         {"layer-wise learning-rate decay", test_layer_lr_decay},
+        {"R-Drop: the plain step without dropout, refusals", test_rdrop},
         {"fixture forward", test_fixture_forward},
         {"model gradient: roberta sequence+dropout", test_model_grad_roberta_seq},
         {"model gradient: roberta token", test_model_grad_roberta_tok},

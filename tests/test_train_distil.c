@@ -66,7 +66,7 @@ static void model_gradcheck(bert_train_task task, const char *act, float drop)
      * tolerance of ~1e-3). */
     static const tr_fd fd = {1, 2.5e-3f, 3e-2, 3e-2};
     tr_model_gradcheck(write_tiny_config("grad", act, drop, 0), task, types,
-                       &fd, no_token_types, &g_worst_model);
+                       0.0f, &fd, no_token_types, &g_worst_model);
 }
 
 static void test_grad_seq(void) { model_gradcheck(BERT_TRAIN_SEQUENCE, "gelu", 0.0f); }

@@ -98,7 +98,7 @@ static int relu_signs(const bert_trainer *t, size_t R, unsigned char *sg,
 }
 
 void tr_model_gradcheck(const char *cfg, bert_train_task task,
-                        const int32_t *types, const tr_fd *fd,
+                        const int32_t *types, float rdrop, const tr_fd *fd,
                         void (*inspect)(const bert_trainer *),
                         double *worst_so_far)
 {
@@ -106,6 +106,7 @@ void tr_model_gradcheck(const char *cfg, bert_train_task task,
     p.task = task;
     p.num_labels = 3;
     p.seed = 5;
+    p.rdrop = rdrop;
     bert_trainer *t = tr_trainer_create(NULL, cfg, &p);
     bert_error err;
     if (inspect)

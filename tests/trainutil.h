@@ -58,10 +58,11 @@ typedef struct {
  * With ReLU, a parameter whose perturbed forwards flip the sign of a
  * pre-activation is skipped (a difference across the kink is no
  * derivative): they are counted, and must stay under a fifth.
+ * RDROP: the trainer's R-Drop weight (0: off).
  * INSPECT (may be NULL) is called on the new trainer first.  The worst
  * error raises *WORST_SO_FAR where it is larger. */
 void tr_model_gradcheck(const char *cfg, bert_train_task task,
-                        const int32_t *types, const tr_fd *fd,
+                        const int32_t *types, float rdrop, const tr_fd *fd,
                         void (*inspect)(const bert_trainer *),
                         double *worst_so_far);
 

@@ -104,6 +104,17 @@ typedef struct bert_train_params {
                                   which pre-training shaped most, move
                                   least (default 1.0: off; 0.8 in ELECTRA's
                                   fine-tunes) */
+    float rdrop;               /* R-Drop (Liang et al. 2021), sequence and
+                                  token tasks, >= 0: each training forward
+                                  runs the batch twice under different
+                                  dropout masks, and the loss is
+                                  (CE1 + CE2 + rdrop * (KL(p1||p2) +
+                                  KL(p2||p1)) / 2) / 2, the two passes'
+                                  mean cross-entropy plus their
+                                  disagreement (token task: at the scored
+                                  positions).  It costs a second forward
+                                  and backward.  0 = off (default); the
+                                  paper's GLUE fine-tunes used 0.1 to 1 */
 } bert_train_params;
 
 BERT_API bert_train_params bert_train_default_params(void);

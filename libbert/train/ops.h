@@ -154,6 +154,13 @@ double bert__t_crossentropy(float *dlogits, const float *logits,
                             const int32_t *targets, size_t N, size_t C,
                             float scale, int n_threads);
 
+/* R-Drop's symmetric KL term between rows i and N + i of logits[2N, C]
+ * (pairs with mask[i] < 0 skipped; mask may be NULL): returns its sum over
+ * the pairs, (KL(p||q) + KL(q||p)) / 2 each, and ADDS scale times its
+ * gradient to dlogits (may be NULL: the value only). */
+double bert__t_sym_kl(float *dlogits, const float *logits,
+                      const int32_t *mask, size_t N, size_t C, float scale);
+
 /* The same kernels in double precision (ops_double.c, linked into the tests
  * only, for finite-difference checks).  Same contracts as above; dropout
  * keeps element i when bert__t_keep(seed, stream, i, (float)p). */
@@ -205,5 +212,7 @@ void bert__td_dropout(double *x, size_t n, double p, uint64_t seed,
 double bert__td_crossentropy(double *dlogits, const double *logits,
                              const int32_t *targets, size_t N, size_t C,
                              double scale, int n_threads);
+double bert__td_sym_kl(double *dlogits, const double *logits,
+                       const int32_t *mask, size_t N, size_t C, double scale);
 
 #endif

@@ -503,6 +503,51 @@ double OPS(crossentropy)(real *dlogits, const real *logits,
     return loss;
 }
 
+/* R-Drop's consistency term (Liang et al. 2021) between rows i and N + i
+ * of logits[2N, C], two forwards of the same input under different dropout
+ * masks: the symmetric KL divergence (KL(p||q) + KL(q||p)) / 2 of their
+ * softmaxes p and q, summed over the pairs whose mask[i] >= 0 (mask NULL:
+ * all).  ADDS scale times its gradient to dlogits (the cross-entropy
+ * wrote them first).  With d = log p - log q, the gradient of the pair's
+ * term is (p*(d - KL(p||q)) + p - q) / 2 in the first row's logits and
+ * (q*(-d - KL(q||p)) + q - p) / 2 in the second's; both in double. */
+double OPS(sym_kl)(real *dlogits, const real *logits, const int32_t *mask,
+                   size_t N, size_t C, real scale)
+{
+    double total = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        if (mask && mask[i] < 0)
+            continue;
+        const real *a = logits + i * C, *b = logits + (N + i) * C;
+        double ma = a[0], mb = b[0], sa = 0.0, sb = 0.0;
+        for (size_t c = 1; c < C; c++) {
+            ma = a[c] > ma ? a[c] : ma;
+            mb = b[c] > mb ? b[c] : mb;
+        }
+        for (size_t c = 0; c < C; c++) {
+            sa += exp((double)a[c] - ma);
+            sb += exp((double)b[c] - mb);
+        }
+        double la = log(sa) + ma, lb = log(sb) + mb, kpq = 0.0, kqp = 0.0;
+        for (size_t c = 0; c < C; c++) {
+            double lp = (double)a[c] - la, lq = (double)b[c] - lb;
+            kpq += exp(lp) * (lp - lq);
+            kqp += exp(lq) * (lq - lp);
+        }
+        total += 0.5 * (kpq + kqp);
+        if (!dlogits)
+            continue;
+        real *da = dlogits + i * C, *db = dlogits + (N + i) * C;
+        for (size_t c = 0; c < C; c++) {
+            double lp = (double)a[c] - la, lq = (double)b[c] - lb;
+            double p = exp(lp), q = exp(lq), d = lp - lq;
+            da[c] += (real)(scale * 0.5 * (p * (d - kpq) + p - q));
+            db[c] += (real)(scale * 0.5 * (q * (-d - kqp) + q - p));
+        }
+    }
+    return total;
+}
+
 #undef OMP_FOR
 #undef GELU_K
 #undef INV_SQRT2

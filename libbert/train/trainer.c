@@ -300,6 +300,10 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
         return bert__err(err, BERT_EINVAL,
                          "bert_trainer_create: layer_lr_decay %g is not in "
                          "(0, 1]", (double)p.layer_lr_decay);
+    if (!(p.rdrop >= 0.0f && p.rdrop <= 1e6f))
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_create: rdrop %g is not a weight >= 0",
+                         (double)p.rdrop);
     bert_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return bert__err(err, BERT_ENOMEM, "out of memory");
@@ -308,6 +312,12 @@ int bert_trainer_create(const char *init_dir, const char *config_json,
     if (t->task < BERT_TRAIN_SEQUENCE || t->task > BERT_TRAIN_MLM) {
         free(t);
         return bert__err(err, BERT_EINVAL, "bert_trainer_create: bad task");
+    }
+    if (t->task == BERT_TRAIN_MLM && p.rdrop > 0.0f) {
+        free(t);
+        return bert__err(err, BERT_EINVAL,
+                         "bert_trainer_create: rdrop is for the sequence and "
+                         "token tasks, not masked LM");
     }
     char path[4096];
     if (init_dir)
@@ -484,6 +494,7 @@ void bert_trainer_free(bert_trainer *t)
     free(t->acts);
     free(t->ibuf);
     free(t->in);
+    free(t->rd);
     free(t->lw);
     free(t->lm);
     free(t->kl);
@@ -714,13 +725,55 @@ static int pack(bert_trainer *t, const bert_train_batch *bt, size_t N,
 
 /* ---- forward / backward ------------------------------------------------ */
 
+/* R-Drop's batch: BT's rows, then the same rows again (row B + b = row b),
+ * in t->rd, so that the one forward gives every example two dropout masks
+ * (the masks are indexed by position in the packed batch). */
+static int twice(bert_trainer *t, const bert_train_batch *bt,
+                 bert_train_batch *out)
+{
+    size_t B = bt->batch, BT = B * bt->seq_len;
+    size_t nlab = t->task == BERT_TRAIN_SEQUENCE ? B : BT;
+    /* ids, types, labels, then the lengths (size_t, 8-aligned) */
+    size_t ni = 2 * (2 * BT + nlab), nl = 2 * B;
+    size_t bytes = ((ni * sizeof(int32_t) + 7) & ~(size_t)7) + nl * sizeof(size_t);
+    if (bytes > t->rd_cap) {
+        void *nb = realloc(t->rd, bytes);
+        if (!nb)
+            return BERT_ENOMEM;
+        t->rd = nb;
+        t->rd_cap = bytes;
+    }
+    int32_t *ids = t->rd, *types = ids + 2 * BT, *labels = types + 2 * BT;
+    size_t *lens = (size_t *)((char *)t->rd + bytes - nl * sizeof(size_t));
+    for (int k = 0; k < 2; k++) {
+        memcpy(ids + k * BT, bt->ids, BT * sizeof *ids);
+        if (bt->type_ids)
+            memcpy(types + k * BT, bt->type_ids, BT * sizeof *types);
+        if (bt->labels)
+            memcpy(labels + k * nlab, bt->labels, nlab * sizeof *labels);
+        memcpy(lens + k * B, bt->lengths, B * sizeof *lens);
+    }
+    *out = (bert_train_batch){2 * B, bt->seq_len, ids,
+                              bt->type_ids ? types : NULL, lens,
+                              bt->labels ? labels : NULL};
+    return BERT_OK;
+}
+
 int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
                 int backward, float weight, float *logits_out, double *loss_out,
                 bert_error *err)
 {
     if (!bt || !bt->ids || !bt->lengths || bt->batch == 0 || bt->seq_len == 0)
         return bert__err(err, BERT_EINVAL, "empty or incomplete batch");
-    size_t B = bt->batch, T = bt->seq_len;
+    /* R-Drop doubles a training batch; its logits_out is the first pass's */
+    int rdrop = train && t->p.rdrop > 0.0f && t->task != BERT_TRAIN_MLM;
+    bert_train_batch two;
+    if (rdrop) {
+        if (twice(t, bt, &two))
+            return bert__err(err, BERT_ENOMEM, "out of memory");
+        bt = &two;
+    }
+    size_t B = bt->batch, T = bt->seq_len, Bout = rdrop ? B / 2 : B;
     size_t H = t->H, L = t->L, NH = t->NH, I = t->I, C = t->C, V = t->V;
     int nth = t->p.n_threads < 1 ? 1 : t->p.n_threads;
     if (T + t->cfg.pos_offset > t->P)
@@ -826,12 +879,16 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], B, H, C,
                                rn);
         if (logits_out)
-            memcpy(logits_out, a.logits, B * C * sizeof(float));
+            memcpy(logits_out, a.logits, Bout * C * sizeof(float));
         nvalid = B;
         if (bt->labels)
             loss = bert__t_crossentropy(backward ? a.dlogits : NULL, a.logits,
                                         bt->labels, B, C,
                                         weight / (float)B, nth);
+        if (bt->labels && rdrop)
+            loss += t->p.rdrop *
+                    bert__t_sym_kl(backward ? a.dlogits : NULL, a.logits, NULL,
+                                   B / 2, C, weight * t->p.rdrop / (float)B);
     } else if (t->task == BERT_TRAIN_TOKEN) {
         memcpy(a.hx, x, N * H * sizeof(float));
         bert__t_dropout(a.hx, N * H, pc, seed,
@@ -839,7 +896,7 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
         bert__t_matmul_forward(a.logits, a.hx, pt[P_CLSW], pt[P_CLSB], N, H, C,
                                rn);
         if (logits_out) /* back to the batch's padded rows */
-            for (size_t b = 0; b < B; b++) {
+            for (size_t b = 0; b < Bout; b++) {
                 size_t n = bt->lengths[b], r = (size_t)(t->in[b].ids - ids);
                 memcpy(logits_out + b * T * C, a.logits + r * C,
                        n * C * sizeof(float));
@@ -852,6 +909,12 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
             loss = bert__t_crossentropy(
                 backward ? a.dlogits : NULL, a.logits, labels, N, C,
                 nvalid ? weight / (float)nvalid : 0.0f, nth);
+            /* the second pass's rows are the first's, N / 2 further on */
+            if (rdrop && nvalid)
+                loss += t->p.rdrop *
+                        bert__t_sym_kl(backward ? a.dlogits : NULL, a.logits,
+                                       labels, N / 2, C,
+                                       weight * t->p.rdrop / (float)nvalid);
         }
     } else if (M > 0) {
         size_t k = 0;

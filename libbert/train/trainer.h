@@ -54,6 +54,8 @@ typedef struct bert_trainer {
     size_t ibuf_cap;
     bert_input *in;            /* its sequences */
     size_t in_cap;
+    void *rd;                  /* R-Drop's doubled batch (twice) */
+    size_t rd_cap;
     /* the encoder forward's view of the parameters (bind_views) */
     bert_weights ew;
     bert_layer_w *lw;          /* [L] */
