@@ -731,7 +731,10 @@ static int pack(bert_trainer *t, const bert_train_batch *bt, size_t N,
 static int twice(bert_trainer *t, const bert_train_batch *bt,
                  bert_train_batch *out)
 {
-    size_t B = bt->batch, BT = B * bt->seq_len;
+    size_t B = bt->batch;
+    if (bt->seq_len > SIZE_MAX / 32 / B) /* the sizes below stay in range */
+        return BERT_ENOMEM;
+    size_t BT = B * bt->seq_len;
     size_t nlab = t->task == BERT_TRAIN_SEQUENCE ? B : BT;
     /* ids, types, labels, then the lengths (size_t, 8-aligned) */
     size_t ni = 2 * (2 * BT + nlab), nl = 2 * B;
