@@ -279,8 +279,7 @@ void bert__ukr_i8_avx2(size_t kg, const uint32_t *a, const uint32_t *b,
  * one quadword; each group of the B slice (8 columns x 4 int8) is widened
  * here into two vectors of 4 columns x 4 int16.  vpmaddwd then leaves
  * each column's sum in two lanes (values 0-1 and 2-3 of every group),
- * which vphaddd joins once, after the loop.  12 accumulators, 2 B vectors
- * and the broadcast: 15 of the 16 ymm registers. */
+ * which vphaddd joins once, after the loop (registers: W_STEP). */
 #define W_DECL(i) __m256i e##i##0 = _mm256_setzero_si256(), e##i##1 = e##i##0;
 /* Through asm, as vpdpbusd above: with intrinsics GCC 12 kept half the
  * accumulators on the stack.  All 16 registers: 12 sums, w0, w1, the

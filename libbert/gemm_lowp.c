@@ -280,14 +280,14 @@ static void pack_a(const lp_tier *t, bert_precision prec, uint32_t *dst,
             continue;
         }
 #endif
-        if (t->wide)
-            for (size_t g = 0; g < kg; g++)
-                for (size_t i = 0; i < MR; i++)
-                    ((uint64_t *)dst)[g * MR + i] = widen(rows[i * kg + g]);
-        else
-            for (size_t g = 0; g < kg; g++)
-                for (size_t i = 0; i < MR; i++)
-                    dst[g * MR + i] = rows[i * kg + g];
+        for (size_t g = 0; g < kg; g++)
+            for (size_t i = 0; i < MR; i++) {
+                uint32_t u = rows[i * kg + g];
+                if (t->wide)
+                    ((uint64_t *)dst)[g * MR + i] = widen(u);
+                else
+                    dst[g * MR + i] = u;
+            }
     }
 }
 

@@ -768,8 +768,9 @@ int bert__t_run(bert_trainer *t, const bert_train_batch *bt, int train,
 {
     if (!bt || !bt->ids || !bt->lengths || bt->batch == 0 || bt->seq_len == 0)
         return bert__err(err, BERT_EINVAL, "empty or incomplete batch");
-    /* R-Drop doubles a training batch; its logits_out is the first pass's */
-    int rdrop = train && t->p.rdrop > 0.0f && t->task != BERT_TRAIN_MLM;
+    /* R-Drop doubles a training batch; its logits_out is the first pass's
+     * (bert_trainer_create refuses rdrop for masked LM) */
+    int rdrop = train && t->p.rdrop > 0.0f;
     bert_train_batch two;
     if (rdrop) {
         if (twice(t, bt, &two))
