@@ -16,6 +16,7 @@ every other column are copied as they are. No label is read.
 """
 import collections
 import csv
+import os
 import re
 import sys
 
@@ -73,7 +74,6 @@ def main():
         for r in rows[1:]:
             r[col] = truecase(r[col], table)
             w.writerow(r)
-    import os
     os.replace(tmp, sys.argv[2])
     print(f"truecase.py: {len(rows) - 1} rows, {len(table)} cased forms", file=sys.stderr)
 
