@@ -21,6 +21,8 @@ import re
 import sys
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+TOKEN = re.compile(WORD.pattern + r"|[.!?]")  # a word, or a sentence's end
+SENTENCE_END = re.compile(r"[.!?]\s*['\"`]*\s*$")
 
 
 def learn(paths):
@@ -29,7 +31,7 @@ def learn(paths):
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 start = True  # the line's first word starts a sentence
-                for m in re.finditer(r"[A-Za-z][A-Za-z'\-]*|[.!?]", line):
+                for m in TOKEN.finditer(line):
                     w = m.group(0)
                     if w in ".!?":
                         start = True
@@ -41,7 +43,7 @@ def learn(paths):
     for low, forms in counts.items():
         best, n = forms.most_common(1)[0]
         lower = forms.get(low, 0)
-        if best == low or (len(low) == 1 and low != "i") or n < 5:
+        if best == low or len(low) == 1 or n < 5:
             continue
         # Titles ("Astounding Science Fiction") and initialisms ("US") must
         # clearly outnumber the lower-case word to win.
@@ -53,7 +55,7 @@ def learn(paths):
 
 def truecase(text, table):
     out = WORD.sub(lambda m: table.get(m.group(0), m.group(0)), text)
-    if re.search(r"[.!?]\s*['\"`]*\s*$", out):
+    if SENTENCE_END.search(out):
         i = next((k for k, c in enumerate(out) if c.isalpha()), None)
         if i is not None:
             out = out[:i] + out[i].upper() + out[i + 1:]
